@@ -1,0 +1,14 @@
+import neostandard from 'neostandard'
+
+export default [
+  ...neostandard({
+    ts: true,
+    ignores: ['node_modules/**', 'coverage/**', '.scratch/**']
+  }),
+  {
+    rules: {
+      // TypeBox's idiom: a schema and its Static type share one name (`const X = Type.Object(…)`, `type X = Static<…>`).
+      '@typescript-eslint/no-redeclare': 'off'
+    }
+  }
+]

@@ -1,0 +1,27 @@
+import bearerAuth from '@fastify/bearer-auth'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { UnauthorizedError, withHeaders } from '../src/errors.ts'
+
+export interface AuthOptions {
+  apiKeys: readonly string[]
+}
+
+/**
+ * Bearer API keys on every route of the context it is registered in. @fastify/bearer-auth compares keys in constant
+ * time; a missing, malformed or unknown key becomes the envelope's 401 with `WWW-Authenticate: Bearer`.
+ */
+async function auth (fastify: FastifyInstance, options: AuthOptions): Promise<void> {
+  await fastify.register(bearerAuth, {
+    keys: new Set(options.apiKeys),
+    addHook: false,
+    verifyErrorLogLevel: 'info'
+  })
+  fastify.addHook('onRequest', function (request, reply, done) {
+    fastify.verifyBearerAuth!(request, reply, (error) => {
+      done(error === undefined ? undefined : withHeaders(new UnauthorizedError(), { 'www-authenticate': 'Bearer' }))
+    })
+  })
+}
+
+export default fp(auth, { name: 'auth', fastify: '5.x' })

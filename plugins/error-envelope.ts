@@ -1,0 +1,75 @@
+import { STATUS_CODES } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import {
+  BodyTooLargeError,
+  InternalError,
+  InvalidJsonError,
+  RouteNotFoundError,
+  UnsupportedContentTypeError,
+  ValidationError,
+  type ErrorWithDetails,
+  type ErrorWithHeaders
+} from '../src/errors.ts'
+
+type ServiceError = FastifyError & ErrorWithHeaders & ErrorWithDetails
+
+/**
+ * The one error envelope, `{statusCode, code, error, message}`, for every error the service returns: our own errors
+ * as they are, Fastify's translated to the service's codes, anything unexpected as a bare 500 whose details stay in
+ * the log.
+ */
+async function errorEnvelope (fastify: FastifyInstance): Promise<void> {
+  fastify.setErrorHandler(function (error: ServiceError, request, reply) {
+    const known = toServiceError(error, request)
+    const statusCode = known.statusCode ?? 500
+    if (statusCode >= 500) {
+      request.log.error({ err: error }, 'request failed')
+    } else {
+      request.log.info({ code: known.code, statusCode }, known.message)
+    }
+    sendError(reply, known)
+  })
+
+  fastify.setNotFoundHandler(function (request, reply) {
+    sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0]))
+  })
+}
+
+function sendError (reply: FastifyReply, error: ServiceError): void {
+  const statusCode = error.statusCode ?? 500
+  if (error.headers !== undefined) reply.headers(error.headers)
+  reply.code(statusCode).send({
+    ...error.details,
+    statusCode,
+    code: error.code,
+    error: STATUS_CODES[statusCode] ?? 'Error',
+    message: error.message
+  })
+}
+
+function toServiceError (error: ServiceError, request: FastifyRequest): ServiceError {
+  if (error.validation !== undefined) return new ValidationError(error.message)
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new InvalidJsonError()
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new BodyTooLargeError(request.routeOptions.bodyLimit ?? 0)
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new UnsupportedContentTypeError(acceptedContentTypes(request).join(', '))
+  }
+  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 && error.code !== undefined) {
+    return error
+  }
+  if (typeof error.statusCode === 'number' && error.statusCode === 503 && error.code !== undefined) return error
+  return new InternalError()
+}
+
+/** The media types a route's body schema declares (its OpenAPI request bodies), JSON when it declares none. */
+function acceptedContentTypes (request: FastifyRequest): string[] {
+  const body = request.routeOptions.schema?.body as { content?: Record<string, unknown> } | undefined
+  return body?.content === undefined ? ['application/json'] : Object.keys(body.content)
+}
+
+export default fp(errorEnvelope, { name: 'error-envelope', fastify: '5.x' })

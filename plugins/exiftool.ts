@@ -1,0 +1,19 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { ExifToolConfig } from '../src/config.ts'
+import { MetadataExtractor } from '../src/metadata/extractor.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metadataExtractor: MetadataExtractor
+  }
+}
+
+/** The ExifTool pool as an app resource: created with the app, its children ended when the app closes. */
+async function exiftoolPool (fastify: FastifyInstance, options: ExifToolConfig): Promise<void> {
+  const extractor = new MetadataExtractor(options)
+  fastify.decorate('metadataExtractor', extractor)
+  fastify.addHook('onClose', async () => { await extractor.end() })
+}
+
+export default fp(exiftoolPool, { name: 'exiftool-pool', fastify: '5.x' })

@@ -1,0 +1,116 @@
+import { writeFile } from 'node:fs/promises'
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { errorResponses } from '../schemas/error.ts'
+import {
+  ImageFormats,
+  ImageLacksMetadataResponse,
+  ImageMetadata,
+  MetadataJsonBody,
+  MetadataMultipartBody,
+  MetadataQuery,
+  type ImageFormat
+} from '../schemas/metadata.ts'
+import { ImageTooLargeError, NoImageError, TooManyFilesError, UnsupportedImageFormatError } from '../src/errors.ts'
+import { decodeImageDataUri, maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
+import { describeImage, type StoredImage } from '../src/metadata/describe-image.ts'
+import { sniffImage, sniffImageFile } from '../src/metadata/sniff.ts'
+import { ScratchDirectory } from '../src/scratch-directory.ts'
+import multipartUploads, { IMAGE_FIELD, trackScratchFile } from './multipart.ts'
+
+export interface MetadataRoutesOptions {
+  maxImageBytes: number
+  tempRoot: string
+}
+
+/** File extensions for the scratch copy, so ExifTool tries the right parser first. */
+const EXTENSIONS: Record<ImageFormat, string> = {
+  jpeg: 'jpg', png: 'png', webp: 'webp', heic: 'heic', heif: 'heif', avif: 'avif', tiff: 'tif', gif: 'gif'
+}
+
+/** POST /metadata: one image in, as a JSON data URI or a multipart `image` file; its metadata out. */
+export default async function metadataRoutes (fastify: FastifyInstance, options: MetadataRoutesOptions): Promise<void> {
+  const { maxImageBytes } = options
+  const scratch = await ScratchDirectory.create(options.tempRoot)
+  fastify.addHook('onClose', async () => { await scratch.destroy() })
+  await fastify.register(multipartUploads, { maxImageBytes, scratch })
+
+  // Errors particular to this operation get the operation's own codes; the envelope plugin then renders them.
+  fastify.setErrorHandler(function (error: FastifyError) {
+    throw toMetadataError(error, maxImageBytes)
+  })
+
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  app.post('/metadata', {
+    bodyLimit: maxDataUriBodyBytes(maxImageBytes),
+    schema: {
+      operationId: 'extractMetadata',
+      tags: ['metadata'],
+      summary: 'Extract camera, capture time, position, resolution, format and size from one image',
+      description: `Send exactly one image, as a JSON data URI or as the multipart field \`${IMAGE_FIELD}\`. ` +
+        `Accepted formats: ${ImageFormats.join(', ')}, decided from the bytes. Largest image: ${maxImageBytes} bytes.`,
+      querystring: MetadataQuery,
+      body: {
+        content: {
+          'application/json': { schema: Type.Ref(MetadataJsonBody) },
+          'multipart/form-data': { schema: Type.Ref(MetadataMultipartBody) }
+        }
+      },
+      response: {
+        200: Type.Ref(ImageMetadata),
+        ...errorResponses(400, 401, 413, 415),
+        422: Type.Ref(ImageLacksMetadataResponse),
+        ...errorResponses(500, 503)
+      }
+    }
+  }, async (request) => {
+    const image = request.isMultipart()
+      ? await storedUpload(request)
+      : await storeDataUri(request, (request.body as { image: string }).image)
+    try {
+      return await describeImage(fastify.metadataExtractor, image, { full: request.query.full })
+    } finally {
+      await scratch.removeFile(image.path)
+    }
+  })
+
+  async function storeDataUri (request: FastifyRequest, uri: string): Promise<StoredImage> {
+    const bytes = decodeImageDataUri(uri, maxImageBytes)
+    const sniffed = sniffImage(bytes)
+    if (sniffed === undefined) throw new UnsupportedImageFormatError(ImageFormats.join(', '))
+    const path = scratch.newFilePath(EXTENSIONS[sniffed.format])
+    trackScratchFile(request, path)
+    await writeFile(path, bytes, { flag: 'wx', mode: 0o600 })
+    return { path, sizeBytes: bytes.length, sniffed }
+  }
+
+  async function storedUpload (request: FastifyRequest): Promise<StoredImage> {
+    // Only a file part counts: a text field named `image` is no upload.
+    const upload = request.uploadedImage
+    if (upload === undefined) throw new NoImageError()
+    const sniffed = await sniffImageFile(upload.path, upload.sizeBytes)
+    if (sniffed === undefined) {
+      await scratch.removeFile(upload.path)
+      throw new UnsupportedImageFormatError(ImageFormats.join(', '))
+    }
+    return { ...upload, sniffed }
+  }
+}
+
+function toMetadataError (error: FastifyError, maxImageBytes: number): Error {
+  if (error.validationContext === 'body' && error.validation?.some(isMissingImage)) return new NoImageError()
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return new ImageTooLargeError(maxImageBytes)
+    case 'FST_FILES_LIMIT':
+      return new TooManyFilesError()
+  }
+  return error
+}
+
+function isMissingImage (issue: { keyword: string, params: Record<string, unknown>, instancePath: string }): boolean {
+  return (issue.keyword === 'required' && issue.params['missingProperty'] === IMAGE_FIELD) ||
+    (issue.instancePath === `/${IMAGE_FIELD}` && issue.keyword === 'minLength')
+}

@@ -1,0 +1,83 @@
+import { createWriteStream } from 'node:fs'
+import { pipeline } from 'node:stream/promises'
+import multipart, { type MultipartFile } from '@fastify/multipart'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { ImageTooLargeError, TooManyFilesError } from '../src/errors.ts'
+import type { ScratchDirectory } from '../src/scratch-directory.ts'
+
+export interface UploadedImage {
+  path: string
+  sizeBytes: number
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The multipart `image` file, already on disk in the scratch directory. */
+    uploadedImage: UploadedImage | undefined
+    /** Scratch files this request created; whatever the handler has not removed goes when the request ends. */
+    scratchFiles: string[] | undefined
+  }
+}
+
+export interface MultipartOptions {
+  maxImageBytes: number
+  scratch: ScratchDirectory
+}
+
+/** The multipart field that carries the image. */
+export const IMAGE_FIELD = 'image'
+
+/**
+ * multipart/form-data for the context it is registered in: the `image` file streams straight to a private scratch
+ * file, never into memory, and the size limit is enforced while it streams. Fields are attached to the body so the
+ * route's schema validates and documents both request variants.
+ */
+async function multipartUploads (fastify: FastifyInstance, options: MultipartOptions): Promise<void> {
+  const { scratch, maxImageBytes } = options
+  fastify.decorateRequest('uploadedImage', undefined)
+  fastify.decorateRequest('scratchFiles', undefined)
+
+  await fastify.register(multipart, {
+    attachFieldsToBody: 'keyValues',
+    limits: { fileSize: maxImageBytes, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 18, headerPairs: 100 },
+    async onFile (this: FastifyRequest, part: MultipartFile) {
+      if (part.fieldname !== IMAGE_FIELD || this.uploadedImage !== undefined) {
+        throw new TooManyFilesError()
+      }
+      const path = scratch.newFilePath()
+      trackScratchFile(this, path)
+      try {
+        await pipeline(part.file, createWriteStream(path, { flags: 'wx', mode: 0o600 }))
+      } catch (error) {
+        await scratch.removeFile(path)
+        throw (error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE' ? new ImageTooLargeError(maxImageBytes) : error
+      }
+      if (part.file.truncated) {
+        await scratch.removeFile(path)
+        throw new ImageTooLargeError(maxImageBytes)
+      }
+      const sizeBytes = part.file.bytesRead
+      if (sizeBytes === 0) {
+        // An empty file is no image: leaving `image` out of the body makes validation answer NO_IMAGE.
+        await scratch.removeFile(path)
+        return
+      }
+      this.uploadedImage = { path, sizeBytes }
+      ;(part as MultipartFile & { value: string }).value = part.filename || IMAGE_FIELD
+    }
+  })
+
+  const removeScratchFiles = async (request: FastifyRequest): Promise<void> => {
+    for (const path of request.scratchFiles ?? []) await scratch.removeFile(path)
+  }
+  fastify.addHook('onResponse', removeScratchFiles)
+  fastify.addHook('onRequestAbort', removeScratchFiles)
+}
+
+export function trackScratchFile (request: FastifyRequest, path: string): void {
+  request.scratchFiles ??= []
+  request.scratchFiles.push(path)
+}
+
+export default fp(multipartUploads, { name: 'multipart-uploads', fastify: '5.x' })

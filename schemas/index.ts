@@ -1,0 +1,16 @@
+import { ErrorResponse } from './error.ts'
+import { HealthStatus } from './health.ts'
+import { Camera, Gps, ImageLacksMetadataResponse, ImageMetadata, MetadataJsonBody, MetadataMultipartBody, Resolution } from './metadata.ts'
+
+/** Schemas with an `$id`, registered once with `addSchema`: referenced by routes, named components in OpenAPI. */
+export const sharedSchemas = [
+  ErrorResponse,
+  HealthStatus,
+  Camera,
+  Gps,
+  Resolution,
+  ImageMetadata,
+  ImageLacksMetadataResponse,
+  MetadataJsonBody,
+  MetadataMultipartBody
+]

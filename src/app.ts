@@ -1,0 +1,53 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { AppConfig } from './config.ts'
+import auth from '../plugins/auth.ts'
+import errorEnvelope from '../plugins/error-envelope.ts'
+import exiftoolPool from '../plugins/exiftool.ts'
+import health from '../plugins/health.ts'
+import metadataRoutes from '../plugins/metadata.ts'
+import openapi from '../plugins/openapi.ts'
+
+export interface BuildOptions {
+  /** Where the JSON log lines go; standard output by default. */
+  logStream?: { write: (line: string) => void }
+}
+
+/** Log paths that can carry credentials; pino replaces them wherever they appear. */
+const REDACTED = ['req.headers.authorization', 'headers.authorization', 'request.headers.authorization']
+
+/** The `/api` prefix some clients use is an alias of the canonical routes (and stays out of the OpenAPI document). */
+const API_ALIAS_PREFIX = '/api/v1/'
+
+/**
+ * Builds the whole service without listening: each test makes its own instance with its own configuration.
+ * Closing it ends the ExifTool pool and removes the scratch directory.
+ */
+export async function buildApp (config: AppConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: { paths: REDACTED, censor: '[redacted]' },
+      ...(options.logStream === undefined ? {} : { stream: options.logStream })
+    },
+    rewriteUrl: (request) => {
+      const url = request.url ?? '/'
+      return url.startsWith(API_ALIAS_PREFIX) ? url.slice('/api'.length) : url
+    },
+    ajv: {
+      // OpenAPI's `format: binary` marks the multipart file; the multipart plugin enforces what it means.
+      plugins: [(ajv) => ajv.addFormat('binary', true)]
+    }
+  })
+  // Only the media types the routes declare are parsed; anything else is a 415.
+  app.removeContentTypeParser('text/plain')
+
+  await app.register(errorEnvelope)
+  await app.register(openapi)
+  await app.register(exiftoolPool, config.exiftool)
+  await app.register(health)
+  await app.register(async function v1 (api) {
+    await api.register(auth, { apiKeys: config.apiKeys })
+    await api.register(metadataRoutes, { maxImageBytes: config.maxImageBytes, tempRoot: config.tempRoot })
+  }, { prefix: '/v1' })
+  return app
+}

@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { availableParallelism, tmpdir } from 'node:os'
+import { Type, type Static } from '@sinclair/typebox'
+import { envSchema } from 'env-schema'
+
+const LogLevel = Type.Union(
+  ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level))
+)
+
+/** The environment the service reads at start-up; README's configuration table mirrors this. */
+const EnvSchema = Type.Object({
+  NODE_ENV: Type.String({ default: 'development' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
+  API_KEYS: Type.Optional(Type.String()),
+  API_KEYS_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  LOG_LEVEL: Type.Unsafe<string>({ ...LogLevel, default: 'info' }),
+  MAX_IMAGE_BYTES: Type.Integer({ minimum: 1, maximum: 1024 * 1024 * 1024, default: 26_214_400 }),
+  EXIFTOOL_PROCS: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
+  EXIFTOOL_TASK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
+  EXIFTOOL_MAX_QUEUE: Type.Integer({ minimum: 1, maximum: 100_000, default: 256 }),
+  TMPDIR: Type.Optional(Type.String({ minLength: 1 }))
+})
+type Env = Static<typeof EnvSchema>
+
+export interface ExifToolConfig {
+  /** ExifTool processes kept in the pool. */
+  procs: number
+  /** Per-image limit; a child that exceeds it is replaced and the image tried once more. */
+  taskTimeoutMs: number
+  /** Images waiting for a free process before new requests get 503. */
+  maxQueue: number
+}
+
+/** What `buildApp` needs: everything but where to listen. */
+export interface AppConfig {
+  apiKeys: string[]
+  logLevel: string
+  maxImageBytes: number
+  exiftool: ExifToolConfig
+  /** Where the private per-instance scratch directory for uploads is created. */
+  tempRoot: string
+}
+
+export interface ServerConfig extends AppConfig {
+  port: number
+  host: string
+  /** Set when no key was configured outside production: the server logs it once. */
+  generatedDevKey?: string
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/** Reads and validates the environment; throws a ConfigError naming the variable at fault. */
+export function loadConfig (environment: NodeJS.ProcessEnv = process.env): ServerConfig {
+  let env: Env
+  try {
+    env = envSchema<Env>({ schema: EnvSchema, data: environment, dotenv: false })
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
+  }
+
+  const apiKeys = [...parseKeys(env.API_KEYS ?? ''), ...readKeysFile(env.API_KEYS_FILE)]
+  let generatedDevKey: string | undefined
+  if (apiKeys.length === 0) {
+    if (env.NODE_ENV === 'production') {
+      throw new ConfigError('Invalid configuration: API_KEYS or API_KEYS_FILE must provide at least one key when NODE_ENV=production')
+    }
+    generatedDevKey = `dev-${randomBytes(24).toString('base64url')}`
+    apiKeys.push(generatedDevKey)
+  }
+
+  return {
+    port: env.PORT,
+    host: env.HOST,
+    apiKeys,
+    logLevel: env.LOG_LEVEL,
+    maxImageBytes: env.MAX_IMAGE_BYTES,
+    exiftool: {
+      procs: env.EXIFTOOL_PROCS ?? availableParallelism(),
+      taskTimeoutMs: env.EXIFTOOL_TASK_TIMEOUT_MS,
+      maxQueue: env.EXIFTOOL_MAX_QUEUE
+    },
+    tempRoot: env.TMPDIR ?? tmpdir(),
+    ...(generatedDevKey === undefined ? {} : { generatedDevKey })
+  }
+}
+
+function parseKeys (text: string): string[] {
+  return text.split(/[,\n]/).map((key) => key.trim()).filter((key) => key.length > 0)
+}
+
+function readKeysFile (path: string | undefined): string[] {
+  if (path === undefined) return []
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: API_KEYS_FILE cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  const keys = parseKeys(text)
+  if (keys.length === 0) throw new ConfigError('Invalid configuration: API_KEYS_FILE contains no keys')
+  return keys
+}

@@ -1,0 +1,97 @@
+import { ExifTool } from 'exiftool-vendored'
+import type { ExifToolConfig } from '../config.ts'
+import { ExtractionTimeoutError, ExtractorBusyError, ExtractorUnavailableError, withHeaders } from '../errors.ts'
+import { FULL_READ_ARGS, SUMMARY_READ_ARGS, type RawTagValues } from './tags.ts'
+
+/** Seconds a client is told to wait (Retry-After) when the pool is saturated or restarting. */
+const RETRY_AFTER_SECONDS = '1'
+
+/**
+ * The pooled ExifTool processes behind one typed call per read. exiftool-vendored (batch-cluster) runs
+ * `-stay_open` children; a child that crashes or exceeds the per-task timeout is replaced and the read retried once.
+ */
+export class MetadataExtractor {
+  readonly #exiftool: ExifTool
+  readonly #maxQueue: number
+  #ended = false
+
+  constructor (config: ExifToolConfig) {
+    this.#maxQueue = config.maxQueue
+    this.#exiftool = new ExifTool({
+      maxProcs: config.procs,
+      taskTimeoutMillis: config.taskTimeoutMs,
+      taskRetries: 1,
+      minDelayBetweenSpawnMillis: 0,
+      // Start-up checks and the exit handlers are the pool's own; the process list stays ours to close.
+      checkPerl: true
+    })
+  }
+
+  /** The tags the API summary needs. */
+  async readSummary (path: string): Promise<RawTagValues> {
+    return await this.#read(path, SUMMARY_READ_ARGS)
+  }
+
+  /** Every tag ExifTool reads, grouped (for `?full=true`). */
+  async readAll (path: string): Promise<RawTagValues> {
+    return await this.#read(path, FULL_READ_ARGS)
+  }
+
+  /** True when a child answers within `timeoutMs`: the readiness probe. */
+  async isReady (timeoutMs: number): Promise<boolean> {
+    if (this.#ended) return false
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<false>((resolve) => { timer = setTimeout(resolve, timeoutMs, false) })
+    try {
+      return await Promise.race([this.#exiftool.version().then(() => true, () => false), timeout])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /** Process ids of the live children (tests and diagnostics). */
+  get pids (): number[] {
+    return this.#exiftool.pids
+  }
+
+  get pendingTasks (): number {
+    return this.#exiftool.pendingTasks
+  }
+
+  get busyProcs (): number {
+    return this.#exiftool.busyProcs
+  }
+
+  /** Ends every child; pending reads finish first. */
+  async end (): Promise<void> {
+    this.#ended = true
+    await this.#exiftool.end(true)
+  }
+
+  async #read (path: string, readArgs: string[]): Promise<RawTagValues> {
+    if (this.#ended || this.#exiftool.ended) {
+      throw withHeaders(new ExtractorUnavailableError(), { 'retry-after': RETRY_AFTER_SECONDS })
+    }
+    if (this.#exiftool.pendingTasks >= this.#maxQueue) {
+      throw withHeaders(new ExtractorBusyError(), { 'retry-after': RETRY_AFTER_SECONDS })
+    }
+    try {
+      return await this.#exiftool.readRaw(path, { readArgs, useMWG: false, ignoreMinorErrors: true }) as RawTagValues
+    } catch (error) {
+      throw translatePoolError(error)
+    }
+  }
+}
+
+/** Pool failures become the API's 503s; their text (paths, ExifTool output) stays in the server log. */
+function translatePoolError (error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error)
+  const cause = { cause: error }
+  if (/timeout|timed out/i.test(message)) {
+    return withHeaders(Object.assign(new ExtractionTimeoutError(), cause), { 'retry-after': RETRY_AFTER_SECONDS })
+  }
+  if (/ended|end\(\)|shutting down|closed/i.test(message)) {
+    return withHeaders(Object.assign(new ExtractorUnavailableError(), cause), { 'retry-after': RETRY_AFTER_SECONDS })
+  }
+  return error instanceof Error ? error : new Error(message)
+}

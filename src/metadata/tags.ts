@@ -1,0 +1,72 @@
+import type { Camera, Gps } from '../../schemas/metadata.ts'
+import { CAPTURE_TIME_TAGS } from './capture-time.ts'
+
+/** ExifTool's JSON, keyed "Group:Tag" (family-1 groups, `-G1`), numeric values as numbers (`-n`). */
+export type RawTagValues = Readonly<Record<string, unknown>>
+
+/** Where camera make and model are recorded, best first. */
+const MAKE_TAGS = ['IFD0:Make', 'XMP-tiff:Make', 'Keys:Make', 'UserData:Make', 'PNG:Make', 'QuickTime:Make']
+const MODEL_TAGS = ['IFD0:Model', 'XMP-tiff:Model', 'Keys:Model', 'UserData:Model', 'PNG:Model', 'QuickTime:Model']
+/** Composite GPS tags are signed (south and west negative); XMP's own are signed too. */
+const LATITUDE_TAGS = ['Composite:GPSLatitude', 'XMP-exif:GPSLatitude']
+const LONGITUDE_TAGS = ['Composite:GPSLongitude', 'XMP-exif:GPSLongitude']
+const ALTITUDE_TAGS = ['Composite:GPSAltitude']
+
+/**
+ * The ExifTool arguments for the summary the API returns: only the tags it needs, `-fast2` (no maker notes, no
+ * trailer scan), numbers unformatted, every group's copy of a tag (`-a -G1`) so the mapping chooses the source.
+ */
+export const SUMMARY_READ_ARGS = [
+  '-fast2', '-n', '-a', '-G1',
+  ...[...new Set(['Make', 'Model', 'GPSLatitude', 'GPSLongitude', 'GPSAltitude', ...CAPTURE_TIME_TAGS])]
+    .map((tag) => `-${tag}`)
+]
+
+/** The forensic read (`?full=true`): every tag, grouped by family-1 group, print-converted as ExifTool shows them. */
+export const FULL_READ_ARGS = ['-a', '-u', '-g1']
+
+export function cameraFrom (tags: RawTagValues): Camera | null {
+  const make = firstText(tags, MAKE_TAGS)
+  const model = firstText(tags, MODEL_TAGS)
+  if (make === null && model === null) return null
+  return { make, model }
+}
+
+export function gpsFrom (tags: RawTagValues): Gps | null {
+  const latitude = firstNumber(tags, LATITUDE_TAGS)
+  const longitude = firstNumber(tags, LONGITUDE_TAGS)
+  if (latitude === null || longitude === null) return null
+  if (Math.abs(latitude) > 90 || Math.abs(longitude) > 180) return null
+  return { latitude, longitude, altitude: firstNumber(tags, ALTITUDE_TAGS) }
+}
+
+/** Groups ExifTool reports about the file on disk (our temporary file's name, path, permissions): never shown. */
+const PRIVATE_GROUPS = new Set(['System', 'SourceFile'])
+
+/** ExifTool's grouped JSON for `?full=true`, without what describes our temporary copy rather than the image. */
+export function groupedTagsFrom (tags: RawTagValues): Record<string, unknown> {
+  const grouped: Record<string, unknown> = {}
+  for (const [group, value] of Object.entries(tags)) {
+    if (PRIVATE_GROUPS.has(group) || group === 'errors' || group === 'warnings') continue
+    grouped[group] = value
+  }
+  return grouped
+}
+
+function firstText (tags: RawTagValues, names: readonly string[]): string | null {
+  for (const name of names) {
+    const value = tags[name]
+    const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : ''
+    if (text.length > 0) return text
+  }
+  return null
+}
+
+function firstNumber (tags: RawTagValues, names: readonly string[]): number | null {
+  for (const name of names) {
+    const value = tags[name]
+    const number = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN
+    if (Number.isFinite(number)) return number
+  }
+  return null
+}

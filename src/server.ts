@@ -1,0 +1,31 @@
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.ts'
+import { ConfigError, loadConfig } from './config.ts'
+
+/** The process entry: read the environment, listen, and close cleanly on SIGTERM/SIGINT. */
+async function main (): Promise<void> {
+  let config
+  try {
+    config = loadConfig()
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    process.stderr.write(`${error.message}\n`)
+    process.exit(1)
+  }
+
+  const app = await buildApp(config)
+  if (config.generatedDevKey !== undefined) {
+    // Deliberately logged once: it is the only way to call a development instance started without keys.
+    app.log.warn(`No API_KEYS or API_KEYS_FILE set: generated a development API key for this run: ${config.generatedDevKey}`)
+  }
+
+  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+    if (err !== undefined) app.log.error({ err }, 'closing after an unexpected error')
+    else app.log.info({ signal }, 'closing')
+    await app.close()
+  })
+
+  await app.listen({ port: config.port, host: config.host })
+}
+
+await main()

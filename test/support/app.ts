@@ -1,0 +1,70 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.ts'
+import type { AppConfig } from '../../src/config.ts'
+
+export const API_KEY = 'test-key-5f1c2a'
+export const AUTH = { authorization: `Bearer ${API_KEY}` }
+
+export interface TestApp {
+  app: FastifyInstance
+  /** Root under which the app makes its private scratch directory. */
+  tempRoot: string
+  /** Every log line the app wrote, as text. */
+  logs: string[]
+  /** Files left in the app's scratch directory (should always be none between requests). */
+  scratchFiles: () => Promise<string[]>
+  close: () => Promise<void>
+}
+
+export async function createTestApp (overrides: Partial<AppConfig> = {}): Promise<TestApp> {
+  const tempRoot = await mkdtemp(join(tmpdir(), 'chat-metadata-api-test-'))
+  const logs: string[] = []
+  const stream = new Writable({
+    write (chunk: Buffer, _encoding, done) {
+      logs.push(chunk.toString())
+      done()
+    }
+  })
+  const config: AppConfig = {
+    apiKeys: [API_KEY],
+    logLevel: 'info',
+    maxImageBytes: 26_214_400,
+    exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 64 },
+    tempRoot,
+    ...overrides
+  }
+  const app = await buildApp(config, { logStream: stream })
+  await app.ready()
+  return {
+    app,
+    tempRoot,
+    logs,
+    scratchFiles: async () => {
+      const [scratch] = await readdir(tempRoot)
+      return scratch === undefined ? [] : await readdir(join(tempRoot, scratch))
+    },
+    close: async () => {
+      await app.close()
+      await rm(tempRoot, { recursive: true, force: true })
+    }
+  }
+}
+
+/** A multipart body built by the platform's own FormData encoder, ready for app.inject. */
+export async function multipart (form: FormData): Promise<{ payload: Buffer, headers: Record<string, string> }> {
+  const request = new Request('http://localhost/', { method: 'POST', body: form })
+  return {
+    payload: Buffer.from(await request.arrayBuffer()),
+    headers: { 'content-type': request.headers.get('content-type') ?? '' }
+  }
+}
+
+export function imageForm (bytes: Buffer, filename = 'photo.jpg', field = 'image'): FormData {
+  const form = new FormData()
+  form.append(field, new Blob([bytes]), filename)
+  return form
+}

@@ -1,0 +1,115 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ExifTool, type WriteTags } from 'exiftool-vendored'
+import sharp from 'sharp'
+import type { ImageFormat } from '../../schemas/metadata.ts'
+import { buildHeif } from './heif-builder.ts'
+
+/** Tags written by the real ExifTool, named as ExifTool names them (it picks EXIF, XMP or both per format). */
+export type FixtureTags = Record<string, string | number>
+
+export interface FixtureOptions {
+  width?: number
+  height?: number
+  tags?: FixtureTags
+  /** ExifTool-style write arguments, e.g. ['-all='] to strip everything. */
+  writeArgs?: string[]
+}
+
+/** The camera metadata most tests use; the values match the service's own example response. */
+export const CAMERA_TAGS = {
+  Make: 'NIKON',
+  Model: 'COOLPIX P6000',
+  DateTimeOriginal: '2008:10:22 16:38:20',
+  GPSLatitude: 43.4670816,
+  GPSLatitudeRef: 'N',
+  GPSLongitude: 11.8845383,
+  GPSLongitudeRef: 'E'
+} satisfies FixtureTags
+
+/**
+ * Makes test images in code: pixels from sharp (libvips) for the formats it encodes, a synthetic container from
+ * heif-builder for HEIC/HEIF (sharp's bundled libvips has no HEVC encoder), then metadata written by the real
+ * ExifTool. No third-party image files are used.
+ */
+export class ImageFactory {
+  readonly #exiftool = new ExifTool({ maxProcs: 1 })
+  #dir: string | undefined
+
+  async make (format: ImageFormat, options: FixtureOptions = {}): Promise<Buffer> {
+    const width = options.width ?? 64
+    const height = options.height ?? 48
+    const pixels = await encode(format, width, height)
+    if (options.tags === undefined && options.writeArgs === undefined) return pixels
+    const path = join(await this.#directory(), `fixture-${Math.random().toString(36).slice(2)}.${format}`)
+    await writeFile(path, pixels)
+    try {
+      await this.#exiftool.write(path, (options.tags ?? {}) as WriteTags, {
+        writeArgs: ['-overwrite_original', ...(options.writeArgs ?? [])]
+      })
+      return await readFile(path)
+    } finally {
+      await rm(path, { force: true })
+    }
+  }
+
+  /** Rewrites an existing image's tags (e.g. to strip them), returning the new bytes. */
+  async rewrite (image: Buffer, format: ImageFormat, tags: FixtureTags, writeArgs: string[] = []): Promise<Buffer> {
+    const path = join(await this.#directory(), `rewrite-${Math.random().toString(36).slice(2)}.${format}`)
+    await writeFile(path, image)
+    try {
+      await this.#exiftool.write(path, tags as WriteTags, { writeArgs: ['-overwrite_original', ...writeArgs] })
+      return await readFile(path)
+    } finally {
+      await rm(path, { force: true })
+    }
+  }
+
+  async close (): Promise<void> {
+    await this.#exiftool.end()
+    if (this.#dir !== undefined) await rm(this.#dir, { recursive: true, force: true })
+  }
+
+  async #directory (): Promise<string> {
+    this.#dir ??= await mkdtemp(join(tmpdir(), 'chat-metadata-api-fixtures-'))
+    return this.#dir
+  }
+}
+
+/** A small image with a colour gradient, so encoders produce real, non-trivial pixel data. */
+export async function encode (format: ImageFormat, width: number, height: number): Promise<Buffer> {
+  if (format === 'heic') return buildHeif({ majorBrand: 'heic', primary: { width, height } })
+  if (format === 'heif') return buildHeif({ majorBrand: 'mif1', compatibleBrands: ['mif1', 'miaf'], primary: { width, height } })
+  const raw = Buffer.alloc(width * height * 3)
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const offset = (y * width + x) * 3
+      raw[offset] = (x * 255 / width) | 0
+      raw[offset + 1] = (y * 255 / height) | 0
+      raw[offset + 2] = 128
+    }
+  }
+  const image = sharp(raw, { raw: { width, height, channels: 3 } })
+  switch (format) {
+    case 'jpeg': return await image.jpeg({ quality: 80 }).toBuffer()
+    case 'png': return await image.png().toBuffer()
+    case 'webp': return await image.webp().toBuffer()
+    case 'gif': return await image.gif().toBuffer()
+    case 'tiff': return await image.tiff().toBuffer()
+    case 'avif': return await image.avif().toBuffer()
+  }
+}
+
+/** Random pixels stored without compression: a real PNG of about `bytes` bytes. */
+export async function largePng (bytes: number): Promise<Buffer> {
+  const side = Math.ceil(Math.sqrt(bytes / 3))
+  const { randomBytes } = await import('node:crypto')
+  return await sharp(randomBytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } })
+    .png({ compressionLevel: 0 })
+    .toBuffer()
+}
+
+export function dataUri (bytes: Buffer, mediaType: string): string {
+  return `data:${mediaType};base64,${bytes.toString('base64')}`
+}
