@@ -17,6 +17,8 @@ declare module 'fastify' {
     uploadedImage: UploadedImage | undefined
     /** Scratch files this request created; whatever the handler has not removed goes when the request ends. */
     scratchFiles: string[] | undefined
+    /** File parts seen so far in this multipart body, whatever their field. */
+    multipartFileCount: number
   }
 }
 
@@ -37,13 +39,18 @@ async function multipartUploads (fastify: FastifyInstance, options: MultipartOpt
   const { scratch, maxImageBytes } = options
   fastify.decorateRequest('uploadedImage', undefined)
   fastify.decorateRequest('scratchFiles', undefined)
+  fastify.decorateRequest('multipartFileCount', 0)
 
   await fastify.register(multipart, {
     attachFieldsToBody: 'keyValues',
     limits: { fileSize: maxImageBytes, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 18, headerPairs: 100 },
     async onFile (this: FastifyRequest, part: MultipartFile) {
-      if (part.fieldname !== IMAGE_FIELD || this.uploadedImage !== undefined) {
-        throw new TooManyFilesError()
+      this.multipartFileCount += 1
+      if (this.multipartFileCount > 1) throw new TooManyFilesError()
+      if (part.fieldname !== IMAGE_FIELD) {
+        // Not the image: read past it. Alone it means no image was sent; with the image, one file too many.
+        for await (const chunk of part.file) void chunk
+        return
       }
       const path = scratch.newFilePath()
       trackScratchFile(this, path)
@@ -71,6 +78,9 @@ async function multipartUploads (fastify: FastifyInstance, options: MultipartOpt
   const removeScratchFiles = async (request: FastifyRequest): Promise<void> => {
     for (const path of request.scratchFiles ?? []) await scratch.removeFile(path)
   }
+  // Before the reply leaves (so a client never sees an answer while its upload still sits on disk), and again
+  // for requests that end without one.
+  fastify.addHook('onSend', async (request) => { await removeScratchFiles(request) })
   fastify.addHook('onResponse', removeScratchFiles)
   fastify.addHook('onRequestAbort', removeScratchFiles)
 }

@@ -32,12 +32,30 @@ export function cameraFrom (tags: RawTagValues): Camera | null {
   return { make, model }
 }
 
+/**
+ * Decimal places kept: 7 for degrees (about 1 cm, finer than any consumer GPS), 3 for metres. EXIF stores
+ * degrees, minutes and seconds as rationals; this drops the float noise of adding them up (11.8845382999914 is
+ * the 11.8845383 the camera wrote), never a real digit of a phone's or camera's fix.
+ */
+const DEGREE_DECIMALS = 7
+const METRE_DECIMALS = 3
+
 export function gpsFrom (tags: RawTagValues): Gps | null {
   const latitude = firstNumber(tags, LATITUDE_TAGS)
   const longitude = firstNumber(tags, LONGITUDE_TAGS)
   if (latitude === null || longitude === null) return null
   if (Math.abs(latitude) > 90 || Math.abs(longitude) > 180) return null
-  return { latitude, longitude, altitude: firstNumber(tags, ALTITUDE_TAGS) }
+  const altitude = firstNumber(tags, ALTITUDE_TAGS)
+  return {
+    latitude: roundTo(latitude, DEGREE_DECIMALS),
+    longitude: roundTo(longitude, DEGREE_DECIMALS),
+    altitude: altitude === null ? null : roundTo(altitude, METRE_DECIMALS)
+  }
+}
+
+function roundTo (value: number, decimals: number): number {
+  // +0 turns a rounded -0 into 0.
+  return Number(value.toFixed(decimals)) + 0
 }
 
 /** Groups ExifTool reports about the file on disk (our temporary file's name, path, permissions): never shown. */
