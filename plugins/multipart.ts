@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs'
-import { pipeline } from 'node:stream/promises'
+import { finished, pipeline } from 'node:stream/promises'
 import multipart, { type MultipartFile } from '@fastify/multipart'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -49,7 +49,8 @@ async function multipartUploads (fastify: FastifyInstance, options: MultipartOpt
       if (this.multipartFileCount > 1) throw new TooManyFilesError()
       if (part.fieldname !== IMAGE_FIELD) {
         // Not the image: read past it. Alone it means no image was sent; with the image, one file too many.
-        for await (const chunk of part.file) void chunk
+        part.file.resume()
+        await finished(part.file)
         return
       }
       const path = scratch.newFilePath()

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 
 /** The one error envelope: Fastify's own shape, with a stable machine-readable `code`. */
 export const ErrorResponse = Type.Object({
-  statusCode: Type.Integer({ minimum: 400, maximum: 599, examples: [400] }),
+  statusCode: Type.Integer({ minimum: 400, maximum: 599, description: 'The HTTP status code', examples: [400] }),
   code: Type.String({ description: 'Stable, machine-readable error code', examples: ['NO_IMAGE'] }),
   error: Type.String({ description: 'The HTTP status text', examples: ['Bad Request'] }),
   message: Type.String({ description: 'What went wrong, for people', examples: ['No image provided'] })

@@ -43,7 +43,7 @@ export const ImageMetadata = Type.Object({
   tags: Type.Optional(Type.Record(Type.String(), Type.Unknown(), {
     description: 'With ?full=true: every tag ExifTool reads, grouped by ExifTool family-1 group (ExifTool\'s grouped JSON)'
   }))
-}, { $id: 'ImageMetadata', title: 'ImageMetadata' })
+}, { $id: 'ImageMetadata', title: 'ImageMetadata', description: 'The metadata read from one image' })
 export type ImageMetadata = Static<typeof ImageMetadata>
 export type Camera = Static<typeof Camera>
 export type Gps = Static<typeof Gps>
