@@ -1,0 +1,148 @@
+import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest'
+import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
+import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
+
+// The real ExifTool pool, its children stopped and killed with real signals.
+let images: ImageFactory
+let photo: Buffer
+let apps: TestApp[] = []
+
+beforeAll(async () => {
+  images = new ImageFactory()
+  photo = await images.make('jpeg', { tags: CAMERA_TAGS })
+})
+afterAll(async () => { await images.close() })
+afterEach(async () => {
+  for (const testApp of apps) await testApp.close()
+  apps = []
+})
+
+async function appWith (exiftool: { procs: number, taskTimeoutMs: number, maxQueue: number }): Promise<TestApp> {
+  const testApp = await createTestApp({ exiftool })
+  apps.push(testApp)
+  return testApp
+}
+
+async function extract (testApp: TestApp): Promise<{ statusCode: number, headers: Record<string, unknown>, body: Record<string, unknown> }> {
+  const { payload, headers } = await multipart(imageForm(photo))
+  const response = await testApp.app.inject({ method: 'POST', url: '/v1/metadata', headers: { ...AUTH, ...headers }, payload })
+  return { statusCode: response.statusCode, headers: response.headers, body: response.json() }
+}
+
+/** Polls a condition (bounded: 400 tries, 10 ms apart). */
+async function until (condition: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 400 && !condition(); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  expect(condition()).toBe(true)
+}
+
+function isAlive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+describe('the ExifTool pool', () => {
+  it('answers a request whose child is killed while it works on it, and replaces the child', async () => {
+    const testApp = await appWith({ procs: 1, taskTimeoutMs: 10_000, maxQueue: 8 })
+    const extractor = testApp.app.metadataExtractor
+    expect((await extract(testApp)).statusCode).toBe(200)
+    const [pid] = extractor.pids
+    expect(pid).toBeDefined()
+
+    // Freeze the child so the request is certainly in its hands, then kill it.
+    process.kill(pid!, 'SIGSTOP')
+    const pending = extract(testApp)
+    await until(() => extractor.busyProcs === 1)
+    process.kill(pid!, 'SIGKILL')
+
+    const response = await pending
+    expect(response.statusCode).toBe(200)
+    expect(response.body['camera']).toEqual({ make: 'NIKON', model: 'COOLPIX P6000' })
+    expect(extractor.pids).not.toContain(pid)
+    expect((await extract(testApp)).statusCode).toBe(200)
+  })
+
+  it('replaces a hung child after the per-image timeout and retries the image once', async () => {
+    const testApp = await appWith({ procs: 1, taskTimeoutMs: 1000, maxQueue: 8 })
+    const extractor = testApp.app.metadataExtractor
+    expect((await extract(testApp)).statusCode).toBe(200)
+    const [pid] = extractor.pids
+    process.kill(pid!, 'SIGSTOP')
+
+    const response = await extract(testApp)
+    expect(response.statusCode).toBe(200)
+    expect(response.body['format']).toBe('jpeg')
+    expect(extractor.pids).not.toContain(pid)
+    await until(() => !isAlive(pid!))
+  })
+
+  it('answers 503 with Retry-After when its queue is full, and serves the queued requests', async () => {
+    const testApp = await appWith({ procs: 1, taskTimeoutMs: 10_000, maxQueue: 1 })
+    const extractor = testApp.app.metadataExtractor
+    expect((await extract(testApp)).statusCode).toBe(200)
+    const [pid] = extractor.pids
+    process.kill(pid!, 'SIGSTOP')
+    try {
+      const first = extract(testApp)
+      await until(() => extractor.busyProcs === 1)
+      const second = extract(testApp)
+      await until(() => extractor.pendingTasks === 1)
+
+      const refused = await extract(testApp)
+      expect(refused.statusCode).toBe(503)
+      expect(refused.headers['retry-after']).toBe('1')
+      expect(refused.body).toEqual({
+        statusCode: 503,
+        code: 'EXTRACTOR_BUSY',
+        error: 'Service Unavailable',
+        message: 'Metadata extraction is at capacity; retry shortly'
+      })
+
+      process.kill(pid!, 'SIGCONT')
+      expect((await first).statusCode).toBe(200)
+      expect((await second).statusCode).toBe(200)
+    } finally {
+      if (isAlive(pid!)) process.kill(pid!, 'SIGCONT')
+    }
+    expect(await testApp.scratchFiles()).toEqual([])
+  })
+
+  it('makes the service unready, and extraction a 503, once the pool is gone', async () => {
+    const testApp = await appWith({ procs: 1, taskTimeoutMs: 10_000, maxQueue: 8 })
+    const ready = await testApp.app.inject({ method: 'GET', url: '/health/ready' })
+    expect(ready.statusCode).toBe(200)
+    expect(ready.json()).toEqual({ status: 'ready' })
+
+    await testApp.app.metadataExtractor.end()
+
+    const unready = await testApp.app.inject({ method: 'GET', url: '/health/ready' })
+    expect(unready.statusCode).toBe(503)
+    expect(unready.headers['retry-after']).toBe('5')
+    expect(unready.json()).toEqual({ statusCode: 503, code: 'NOT_READY', error: 'Service Unavailable', message: 'The service is not ready' })
+
+    const refused = await extract(testApp)
+    expect(refused.statusCode).toBe(503)
+    expect(refused.headers['retry-after']).toBe('1')
+    expect(refused.body['code']).toBe('EXTRACTOR_UNAVAILABLE')
+    expect(await testApp.scratchFiles()).toEqual([])
+  })
+
+  it('leaves no ExifTool process and no scratch directory behind when the app closes', async () => {
+    const testApp = await createTestApp({ exiftool: { procs: 2, taskTimeoutMs: 10_000, maxQueue: 8 } })
+    await Promise.all([extract(testApp), extract(testApp), extract(testApp)])
+    const pids = testApp.app.metadataExtractor.pids
+    expect(pids.length).toBeGreaterThan(0)
+    expect(pids.every(isAlive)).toBe(true)
+
+    await testApp.app.close()
+    await until(() => !pids.some(isAlive))
+    const { readdir } = await import('node:fs/promises')
+    expect(await readdir(testApp.tempRoot)).toEqual([])
+    await testApp.close()
+  })
+})

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest'
+import { captureTime, toIsoDateTime } from '../src/metadata/capture-time.ts'
+import { decodeImageDataUri, maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
+import { sniffImage } from '../src/metadata/sniff.ts'
+import { cameraFrom, gpsFrom, groupedTagsFrom } from '../src/metadata/tags.ts'
+
+// The plain modules behind POST /v1/metadata, without HTTP or ExifTool.
+describe('toIsoDateTime', () => {
+  it.each([
+    ['2008:10:22 16:38:20', undefined, undefined, '2008-10-22T16:38:20'],
+    ['2008:10:22 16:38:20', '052', '+0530', '2008-10-22T16:38:20.052+05:30'],
+    ['2008:10:22 16:38:20.5Z', undefined, undefined, '2008-10-22T16:38:20.5Z'],
+    ['2008:10:22 16:38', undefined, undefined, '2008-10-22T16:38:00'],
+    ['2008:10:22', undefined, undefined, '2008-10-22'],
+    ['2024:02:29 00:00:00', undefined, undefined, '2024-02-29T00:00:00'],
+    ['0099:01:01 00:00:00', undefined, undefined, '0099-01-01T00:00:00']
+  ])('%s (sub-seconds %s, offset %s) → %s', (value, subSeconds, offset, expected) => {
+    expect(toIsoDateTime(value, subSeconds, offset)).toBe(expected)
+  })
+
+  it.each([
+    '0000:00:00 00:00:00', '2023:02:29 10:00:00', '2023:13:01 10:00:00', '2023:04:31 10:00:00',
+    '2023:01:01 24:00:00', '2023:01:01 10:60:00', 'yesterday', '    ', '2023:01:01 10:00:00 garbage'
+  ])('rejects %j', (value) => {
+    expect(toIsoDateTime(value)).toBeNull()
+  })
+
+  it('ignores sub-seconds and offsets that are not what EXIF allows', () => {
+    expect(toIsoDateTime('2020:01:02 03:04:05', '5a', '+5')).toBe('2020-01-02T03:04:05')
+  })
+})
+
+describe('captureTime', () => {
+  it('prefers DateTimeOriginal, with its own sub-seconds and offset only', () => {
+    expect(captureTime({
+      'ExifIFD:DateTimeOriginal': '2020:01:02 03:04:05',
+      'ExifIFD:SubSecTimeOriginal': 12,
+      'ExifIFD:OffsetTimeDigitized': '+03:00',
+      'ExifIFD:CreateDate': '2021:01:01 00:00:00'
+    })).toBe('2020-01-02T03:04:05.12')
+  })
+
+  it('falls through sources that hold no real date, and is null when none does', () => {
+    expect(captureTime({ 'ExifIFD:DateTimeOriginal': '    ', 'Keys:CreationDate': '2022:05:06 07:08:09+02:00' })).toBe('2022-05-06T07:08:09+02:00')
+    expect(captureTime({ 'IFD0:ModifyDate': '2022:05:06 07:08:09' })).toBeNull()
+  })
+})
+
+describe('cameraFrom and gpsFrom', () => {
+  it('takes numeric models as text, and null when neither is recorded', () => {
+    expect(cameraFrom({ 'IFD0:Make': 'Leica', 'IFD0:Model': 5 })).toEqual({ make: 'Leica', model: '5' })
+    expect(cameraFrom({ 'IFD0:Make': '   ' })).toBeNull()
+    expect(cameraFrom({ 'XMP-tiff:Make': 'Apple', 'Keys:Model': 'iPhone' })).toEqual({ make: 'Apple', model: 'iPhone' })
+  })
+
+  it('is null out of range, never -0, and rounds away rational noise', () => {
+    expect(gpsFrom({ 'Composite:GPSLatitude': 91, 'Composite:GPSLongitude': 10 })).toBeNull()
+    expect(gpsFrom({ 'Composite:GPSLatitude': 10, 'Composite:GPSLongitude': -180.5 })).toBeNull()
+    expect(gpsFrom({ 'Composite:GPSLatitude': 'north', 'Composite:GPSLongitude': 10 })).toBeNull()
+    expect(gpsFrom({ 'Composite:GPSLatitude': -0.00000001, 'Composite:GPSLongitude': 11.8845382999914 }))
+      .toEqual({ latitude: 0, longitude: 11.8845383, altitude: null })
+    expect(Object.is(gpsFrom({ 'Composite:GPSLatitude': -0.00000001, 'Composite:GPSLongitude': 0 })?.latitude, -0)).toBe(false)
+    expect(gpsFrom({ 'XMP-exif:GPSLatitude': -33.5, 'XMP-exif:GPSLongitude': 151.25, 'Composite:GPSAltitude': 12.34567 }))
+      .toEqual({ latitude: -33.5, longitude: 151.25, altitude: 12.346 })
+  })
+})
+
+describe('groupedTagsFrom', () => {
+  it('drops what describes the server\'s temporary copy', () => {
+    expect(groupedTagsFrom({ SourceFile: '/tmp/x.jpg', System: { FileName: 'x.jpg' }, IFD0: { Make: 'A' }, errors: [], warnings: [] }))
+      .toEqual({ IFD0: { Make: 'A' } })
+  })
+})
+
+describe('decodeImageDataUri', () => {
+  it('decodes with parameters before ;base64 and any case in the scheme', () => {
+    expect(decodeImageDataUri('DATA:image/PNG;name=a.png;base64,aGk=', 100)).toEqual(Buffer.from('hi'))
+  })
+
+  it('counts the decoded size against the limit before decoding', () => {
+    expect(() => decodeImageDataUri('data:image/png;base64,aGVsbG8=', 4)).toThrow(expect.objectContaining({ code: 'IMAGE_TOO_LARGE', statusCode: 413 }))
+    expect(decodeImageDataUri('data:image/png;base64,aGVsbG8=', 5)).toEqual(Buffer.from('hello'))
+  })
+
+  it('sizes the JSON body limit for a full-size image', () => {
+    const limit = 26_214_400
+    const body = JSON.stringify({ image: `data:image/jpeg;base64,${Buffer.alloc(limit).toString('base64')}` })
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(maxDataUriBodyBytes(limit))
+  })
+})
+
+describe('sniffImage', () => {
+  it('refuses formats image-size knows but the service does not take', () => {
+    const icon = Buffer.from([0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 0, 0, 0, 0, 22, 0, 0, 0])
+    expect(sniffImage(icon)).toBeUndefined()
+    expect(sniffImage(Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'))).toBeUndefined()
+    expect(sniffImage(Buffer.alloc(0))).toBeUndefined()
+  })
+})

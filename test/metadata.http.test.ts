@@ -1,0 +1,177 @@
+import { request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ImageFormats, type ImageFormat } from '../schemas/metadata.ts'
+import { API_KEY, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
+import { CAMERA_TAGS, dataUri, ImageFactory, largePng } from './support/images.ts'
+
+// The real server on a real port, called with real HTTP clients (fetch and node:http).
+let t: TestApp
+let small: TestApp
+let images: ImageFactory
+let base: string
+let smallBase: string
+const fixtures = new Map<ImageFormat, Buffer>()
+
+const SMALL_LIMIT = 1024 * 1024
+
+beforeAll(async () => {
+  images = new ImageFactory()
+  t = await createTestApp({ exiftool: { procs: 2, taskTimeoutMs: 10_000, maxQueue: 64 } })
+  small = await createTestApp({ maxImageBytes: SMALL_LIMIT })
+  base = await listen(t)
+  smallBase = await listen(small)
+  for (const format of ImageFormats) {
+    const tags = { ...CAMERA_TAGS, SubSecTimeOriginal: '25', OffsetTimeOriginal: '+01:00' }
+    fixtures.set(format, await images.make(format, { width: 40, height: 30, tags }))
+  }
+})
+
+afterAll(async () => {
+  await images.close()
+  await t.close()
+  await small.close()
+})
+
+async function listen (testApp: TestApp): Promise<string> {
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  return `http://127.0.0.1:${(testApp.app.server.address() as AddressInfo).port}`
+}
+
+const auth = { authorization: `Bearer ${API_KEY}` }
+
+/** What ExifTool writes per format: GIF holds XMP only, where EXIF's separate sub-second and offset tags have no place. */
+function expectedDatetime (format: ImageFormat): string {
+  return format === 'gif' ? '2008-10-22T16:38:20' : '2008-10-22T16:38:20.25+01:00'
+}
+
+describe.each(ImageFormats)('%s over HTTP', (format) => {
+  const expected = (bytes: Buffer): Record<string, unknown> => ({
+    camera: { make: 'NIKON', model: 'COOLPIX P6000' },
+    datetime: expectedDatetime(format),
+    gps: { latitude: 43.4670816, longitude: 11.8845383, altitude: null },
+    resolution: { width: 40, height: 30 },
+    format,
+    filesize_kb: Math.round(bytes.length / 1024),
+    filesize_bytes: bytes.length
+  })
+
+  it('as a JSON data URI', async () => {
+    const bytes = fixtures.get(format)!
+    const response = await fetch(`${base}/v1/metadata`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ image: dataUri(bytes, `image/${format}`) })
+    })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/)
+    expect(await response.json()).toEqual(expected(bytes))
+  })
+
+  it('as a multipart upload', async () => {
+    const bytes = fixtures.get(format)!
+    const response = await fetch(`${base}/v1/metadata`, { method: 'POST', headers: auth, body: imageForm(bytes, `photo.${format}`) })
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual(expected(bytes))
+  })
+})
+
+describe('large and concurrent uploads', () => {
+  let large: Buffer
+  beforeAll(async () => {
+    large = await images.rewrite(await largePng(20_000_000), 'png', CAMERA_TAGS)
+    expect(large.length).toBeGreaterThan(20_000_000)
+  })
+
+  it('takes a 20 MB photo as multipart', async () => {
+    const response = await fetch(`${base}/v1/metadata`, { method: 'POST', headers: auth, body: imageForm(large, 'big.png') })
+    expect(response.status).toBe(200)
+    const body = await response.json()
+    expect(body).toMatchObject({ format: 'png', filesize_bytes: large.length, camera: { make: 'NIKON' } })
+    expect(await t.scratchFiles()).toEqual([])
+  })
+
+  it('takes a 20 MB photo as a JSON data URI', async () => {
+    const response = await fetch(`${base}/v1/metadata`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ image: dataUri(large, 'image/png') })
+    })
+    expect(response.status).toBe(200)
+    expect(await response.json()).toMatchObject({ filesize_bytes: large.length })
+  })
+
+  it('answers concurrent requests in every format, each with its own image', async () => {
+    const responses = await Promise.all([...fixtures].map(async ([format, bytes]) => {
+      const response = await fetch(`${base}/v1/metadata`, { method: 'POST', headers: auth, body: imageForm(bytes) })
+      return { format, bytes, body: await response.json() }
+    }))
+    for (const { format, bytes, body } of responses) {
+      expect(body).toMatchObject({ format, filesize_bytes: bytes.length })
+    }
+    expect(await t.scratchFiles()).toEqual([])
+  })
+})
+
+describe('limits while streaming', () => {
+  it('refuses an upload over MAX_IMAGE_BYTES with 413 while it streams, keeping nothing', async () => {
+    const oversized = Buffer.concat([fixtures.get('jpeg')!, Buffer.alloc(SMALL_LIMIT * 3)])
+    const { payload, headers } = await multipart(imageForm(oversized))
+    const response = await rawPost(`${smallBase}/v1/metadata`, { ...auth, ...headers }, payload)
+    expect(response.status).toBe(413)
+    expect(JSON.parse(response.body)).toEqual({
+      statusCode: 413,
+      code: 'IMAGE_TOO_LARGE',
+      error: 'Payload Too Large',
+      message: `The image is larger than the limit of ${SMALL_LIMIT} bytes`
+    })
+    expect(await small.scratchFiles()).toEqual([])
+  })
+
+  it('refuses a JSON body too large for any image with 413', async () => {
+    const body = JSON.stringify({ image: dataUri(Buffer.alloc(SMALL_LIMIT * 2), 'image/jpeg') })
+    const response = await rawPost(`${smallBase}/v1/metadata`, { ...auth, 'content-type': 'application/json' }, Buffer.from(body))
+    expect(response.status).toBe(413)
+    expect(JSON.parse(response.body).code).toBe('IMAGE_TOO_LARGE')
+  })
+
+  it('removes the partial file of an upload the client abandons, and keeps serving', async () => {
+    const { payload, headers } = await multipart(imageForm(Buffer.concat([fixtures.get('jpeg')!, Buffer.alloc(600_000)])))
+    const url = new URL(`${base}/v1/metadata`)
+    const request = httpRequest(url, { method: 'POST', headers: { ...auth, ...headers, 'content-length': String(payload.length) } })
+    request.on('error', () => {})
+    request.write(payload.subarray(0, 300_000))
+    await until(async () => (await t.scratchFiles()).length === 1)
+    request.destroy()
+    await until(async () => (await t.scratchFiles()).length === 0)
+    expect(await t.scratchFiles()).toEqual([])
+
+    const response = await fetch(`${base}/v1/metadata`, { method: 'POST', headers: auth, body: imageForm(fixtures.get('png')!) })
+    expect(response.status).toBe(200)
+  })
+})
+
+/** Polls a condition (bounded: 200 tries, 25 ms apart); fails the test if it never holds. */
+async function until (condition: () => Promise<boolean>): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if (await condition()) return
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error('condition never held')
+}
+
+/** A POST that tolerates the server answering, and closing, before the whole body is sent. */
+async function rawPost (url: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number, body: string }> {
+  return await new Promise((resolve, reject) => {
+    const request = httpRequest(new URL(url), { method: 'POST', headers: { ...headers, 'content-length': String(body.length) } }, (response) => {
+      const chunks: Buffer[] = []
+      response.on('data', (chunk: Buffer) => chunks.push(chunk))
+      response.on('end', () => { resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() }) })
+      response.on('error', reject)
+    })
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE' && error.code !== 'ECONNRESET') reject(error)
+    })
+    request.end(body)
+  })
+}
