@@ -32,7 +32,8 @@ async function errorEnvelope (fastify: FastifyInstance): Promise<void> {
   })
 
   fastify.setNotFoundHandler(function (request, reply) {
-    sendError(reply, new RouteNotFoundError(request.method, request.url.split('?')[0]))
+    // originalUrl: the path as the client sent it, before the /api alias is rewritten.
+    sendError(reply, new RouteNotFoundError(request.method, request.originalUrl.split('?')[0]))
   })
 }
 

@@ -69,7 +69,7 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
       ? await storedUpload(request)
       : await storeDataUri(request, (request.body as { image: string }).image)
     try {
-      return await describeImage(fastify.metadataExtractor, image, { full: request.query.full })
+      return await describeImage(fastify.metadataExtractor, image, { full: request.query.full === true })
     } finally {
       await scratch.removeFile(image.path)
     }

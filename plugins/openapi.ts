@@ -63,29 +63,26 @@ async function openapi (fastify: FastifyInstance): Promise<void> {
     },
     // Both transforms only shape the document; the routes keep validating and serialising with their own schemas.
     transform: ({ schema, url }) => ({ schema: referenceSharedResponses(schema), url }),
-    transformObject: ({ openapiObject }) => polish(openapiObject)
+    transformObject: (generated) => polish('openapiObject' in generated ? generated.openapiObject : generated.swaggerObject)
   })
 
   fastify.get('/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
 }
 
 /** A response schema that is itself a shared schema becomes a `$ref`, so it is documented once, as its component. */
-function referenceSharedResponses (schema: FastifySchema | undefined): FastifySchema {
+function referenceSharedResponses (schema: FastifySchema): FastifySchema {
+  // A route without a schema stays without one (swagger then falls back to the route's own).
   const response = schema?.response as Record<string, Json> | undefined
-  if (schema === undefined || response === undefined) return schema ?? {}
+  if (response === undefined) return schema
   const referenced = Object.entries(response).map(([status, body]) =>
     [status, SHARED_IDS.has(body.$id) ? { $ref: body.$id } : body])
   return { ...schema, response: Object.fromEntries(referenced) }
 }
 
-/** Fixes what @fastify/swagger's output leaves awkward for readers and SDK generators, on a copy of it. */
+/** Says, per error status, what it means here and which headers come with it, on a copy of the document. */
 function polish<T> (generated: T): T {
   const document = JSON.parse(JSON.stringify(generated)) as { paths?: Record<string, Record<string, Json>> }
   for (const operation of Object.values(document.paths ?? {}).flatMap((path) => Object.values(path))) {
-    for (const parameter of (operation.parameters ?? []) as Json[]) {
-      // A query parameter with a default is one clients may leave out; TypeBox marks it required all the same.
-      if ((parameter.schema as Json | undefined)?.default !== undefined) delete parameter.required
-    }
     for (const [status, response] of Object.entries((operation.responses ?? {}) as Record<string, Json>)) {
       const description = ERROR_RESPONSE_DESCRIPTIONS[status]
       if (description !== undefined) response.description = description
@@ -93,25 +90,7 @@ function polish<T> (generated: T): T {
       if (headers !== undefined) response.headers = headers
     }
   }
-  collapseLiteralUnions(document)
   return document as T
-}
-
-/** `anyOf` of one-value string enums (TypeBox's union of literals) becomes one `enum`, which generators map to a type. */
-function collapseLiteralUnions (node: unknown): void {
-  if (typeof node !== 'object' || node === null) return
-  for (const child of Object.values(node)) collapseLiteralUnions(child)
-  const schema = node as Json
-  if (!Array.isArray(schema.anyOf) || !schema.anyOf.every(isStringLiteral)) return
-  schema.enum = schema.anyOf.map((literal: { enum: [string] }) => literal.enum[0])
-  schema.type = 'string'
-  delete schema.anyOf
-}
-
-function isStringLiteral (schema: unknown): schema is { type: 'string', enum: [string] } {
-  if (typeof schema !== 'object' || schema === null) return false
-  const { type, enum: values, ...rest } = schema as Json
-  return type === 'string' && Array.isArray(values) && values.length === 1 && Object.keys(rest).length === 0
 }
 
 export default fp(openapi, { name: 'openapi', fastify: '5.x' })

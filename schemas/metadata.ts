@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { ErrorResponse } from './error.ts'
+import { StringEnum } from './string-enum.ts'
 
 export const ImageFormats = ['jpeg', 'png', 'webp', 'heic', 'heif', 'avif', 'tiff', 'gif'] as const
 export type ImageFormat = typeof ImageFormats[number]
@@ -22,7 +22,7 @@ export const Resolution = Type.Object({
   height: Type.Integer({ minimum: 1, description: 'Pixel height of the primary image as stored', examples: [480] })
 }, { $id: 'Resolution', title: 'Resolution' })
 
-const Format = Type.Union(ImageFormats.map((format) => Type.Literal(format)), {
+const Format = StringEnum(ImageFormats, {
   description: 'Decided from the file\'s bytes, not from its declared type',
   examples: ['jpeg']
 })
@@ -49,15 +49,16 @@ export type Camera = Static<typeof Camera>
 export type Gps = Static<typeof Gps>
 export type Resolution = Static<typeof Resolution>
 
-export const ImageLacksMetadataResponse = Type.Composite([
-  ErrorResponse,
-  Type.Object({
-    format: Format,
-    resolution: Type.Ref(Resolution),
-    filesize_kb: FilesizeKb,
-    filesize_bytes: FilesizeBytes
-  })
-], {
+export const ImageLacksMetadataResponse = Type.Object({
+  statusCode: Type.Integer({ examples: [422] }),
+  code: Type.String({ examples: ['IMAGE_LACKS_METADATA'] }),
+  error: Type.String({ examples: ['Unprocessable Entity'] }),
+  message: Type.String({ examples: ['Image lacks metadata'] }),
+  format: Format,
+  resolution: Type.Ref(Resolution),
+  filesize_kb: FilesizeKb,
+  filesize_bytes: FilesizeBytes
+}, {
   $id: 'ImageLacksMetadataResponse',
   title: 'ImageLacksMetadataResponse',
   description: 'The error envelope, plus what could still be read from the image'
@@ -77,5 +78,5 @@ export const MetadataMultipartBody = Type.Object({
 }, { $id: 'MetadataMultipartBody', title: 'MetadataMultipartBody' })
 
 export const MetadataQuery = Type.Object({
-  full: Type.Boolean({ default: false, description: 'Add every tag ExifTool reads, grouped, under `tags`' })
+  full: Type.Optional(Type.Boolean({ default: false, description: 'Add every tag ExifTool reads, grouped, under `tags`' }))
 })

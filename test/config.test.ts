@@ -1,0 +1,206 @@
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { availableParallelism, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { ConfigError, loadConfig } from '../src/config.ts'
+
+const VARIABLES = [
+  'NODE_ENV', 'PORT', 'HOST', 'API_KEYS', 'API_KEYS_FILE', 'LOG_LEVEL', 'MAX_IMAGE_BYTES',
+  'EXIFTOOL_PROCS', 'EXIFTOOL_TASK_TIMEOUT_MS', 'EXIFTOOL_MAX_QUEUE', 'TMPDIR'
+]
+const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+let dir: string
+
+beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'chat-metadata-api-config-')) })
+afterAll(async () => { await rm(dir, { recursive: true, force: true }) })
+
+beforeEach(() => {
+  // loadConfig also reads process.env underneath the object it is given (env-schema merges it in), so the
+  // runner's own environment (vitest sets NODE_ENV=test, a shell may set PORT) is cleared for these tests.
+  for (const name of VARIABLES) vi.stubEnv(name, undefined)
+})
+afterEach(() => { vi.unstubAllEnvs() })
+
+/** The error loadConfig throws for `env`; fails the test when it throws nothing or something else. */
+function configError (env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env)
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError)
+    return error as ConfigError
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`)
+}
+
+/** Matches the variable's name as a whole word, so API_KEYS is not found inside API_KEYS_FILE. */
+function naming (variable: string): RegExp {
+  return new RegExp(`(^|[^A-Z_])${variable}([^A-Z_]|$)`)
+}
+
+async function keysFile (name: string, text: string): Promise<string> {
+  const path = join(dir, name)
+  await writeFile(path, text)
+  return path
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    expect(loadConfig({ API_KEYS: 'key-1' })).toStrictEqual({
+      port: 3000,
+      host: '0.0.0.0',
+      apiKeys: ['key-1'],
+      logLevel: 'info',
+      maxImageBytes: 26_214_400,
+      exiftool: { procs: availableParallelism(), taskTimeoutMs: 10_000, maxQueue: 256 },
+      tempRoot: tmpdir()
+    })
+  })
+
+  it('reads every variable', () => {
+    expect(loadConfig({
+      NODE_ENV: 'production',
+      PORT: '8080',
+      HOST: '127.0.0.1',
+      API_KEYS: 'key-1',
+      LOG_LEVEL: 'debug',
+      MAX_IMAGE_BYTES: '1048576',
+      EXIFTOOL_PROCS: '3',
+      EXIFTOOL_TASK_TIMEOUT_MS: '2500',
+      EXIFTOOL_MAX_QUEUE: '32',
+      TMPDIR: '/var/tmp'
+    })).toStrictEqual({
+      port: 8080,
+      host: '127.0.0.1',
+      apiKeys: ['key-1'],
+      logLevel: 'debug',
+      maxImageBytes: 1_048_576,
+      exiftool: { procs: 3, taskTimeoutMs: 2500, maxQueue: 32 },
+      tempRoot: '/var/tmp'
+    })
+  })
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['PORT', '80.5'],
+    ['PORT', ''],
+    ['HOST', ''],
+    ['LOG_LEVEL', 'loud'],
+    ['MAX_IMAGE_BYTES', '0'],
+    ['MAX_IMAGE_BYTES', 'lots'],
+    ['EXIFTOOL_PROCS', '0'],
+    ['EXIFTOOL_PROCS', 'many'],
+    ['EXIFTOOL_TASK_TIMEOUT_MS', '0'],
+    ['EXIFTOOL_TASK_TIMEOUT_MS', 'soon'],
+    ['EXIFTOOL_MAX_QUEUE', '0'],
+    ['TMPDIR', ''],
+    ['API_KEYS_FILE', '']
+  ])('rejects %s=%j with a message naming it', (variable, value) => {
+    expect(configError({ API_KEYS: 'key-1', [variable]: value }).message).toMatch(naming(variable))
+  })
+
+  describe('API_KEYS', () => {
+    it('splits on commas, trimming spaces and dropping empty entries', () => {
+      const config = loadConfig({ API_KEYS: ' key-a , ,key-b,,  key-c ,' })
+      expect(config.apiKeys).toEqual(['key-a', 'key-b', 'key-c'])
+      expect(config.generatedDevKey).toBeUndefined()
+    })
+
+    it('keeps a key whole, whatever characters it has besides commas and spaces', () => {
+      expect(loadConfig({ API_KEYS: 'a+b/c=d_e-f.g~h' }).apiKeys).toEqual(['a+b/c=d_e-f.g~h'])
+    })
+  })
+
+  describe('API_KEYS_FILE', () => {
+    it('reads one key per line, ignoring blank lines and CRLF endings', async () => {
+      const path = await keysFile('keys.txt', 'file-key-1\r\n  file-key-2  \n\n\nfile-key-3\n')
+      expect(loadConfig({ API_KEYS_FILE: path }).apiKeys).toEqual(['file-key-1', 'file-key-2', 'file-key-3'])
+    })
+
+    it('adds its keys to those of API_KEYS', async () => {
+      const path = await keysFile('more-keys.txt', 'file-key-1\n')
+      expect(loadConfig({ API_KEYS: 'env-key-1', API_KEYS_FILE: path }).apiKeys.sort()).toEqual(['env-key-1', 'file-key-1'])
+    })
+
+    it('satisfies production on its own', async () => {
+      const path = await keysFile('production-keys.txt', 'file-key-1\n')
+      const config = loadConfig({ NODE_ENV: 'production', API_KEYS_FILE: path })
+      expect(config.apiKeys).toEqual(['file-key-1'])
+      expect(config.generatedDevKey).toBeUndefined()
+    })
+
+    it.each([
+      ['a missing file', () => join(dir, 'no-such-file.txt')],
+      ['a directory', () => dir]
+    ])('stops start-up naming API_KEYS_FILE for %s', (_case, path) => {
+      expect(configError({ API_KEYS_FILE: path() }).message).toMatch(naming('API_KEYS_FILE'))
+    })
+
+    it('stops start-up naming API_KEYS_FILE when the file holds no key', async () => {
+      const path = await keysFile('empty.txt', '\n  \n')
+      expect(configError({ API_KEYS_FILE: path }).message).toMatch(naming('API_KEYS_FILE'))
+    })
+  })
+
+  describe('without any key', () => {
+    it.each([
+      ['neither variable', {}],
+      ['only separators in API_KEYS', { API_KEYS: ' , ,' }]
+    ])('refuses to start under NODE_ENV=production with %s, naming API_KEYS', (_case, env) => {
+      expect(configError({ NODE_ENV: 'production', ...env }).message).toMatch(naming('API_KEYS'))
+    })
+
+    it.each([
+      ['NODE_ENV unset', {}],
+      ['NODE_ENV=development', { NODE_ENV: 'development' }],
+      ['NODE_ENV=test', { NODE_ENV: 'test' }]
+    ])('generates one development key with %s, and accepts it', (_case, env) => {
+      const config = loadConfig(env)
+      expect(config.generatedDevKey).toEqual(expect.any(String))
+      expect(config.apiKeys).toEqual([config.generatedDevKey])
+      // Whoever reads it from the log can pass it back in API_KEYS unchanged.
+      expect(loadConfig({ API_KEYS: config.generatedDevKey! }).apiKeys).toEqual([config.generatedDevKey])
+    })
+
+    it('generates a different key on every start', () => {
+      expect(loadConfig({}).generatedDevKey).not.toBe(loadConfig({}).generatedDevKey)
+    })
+  })
+})
+
+/** Starts the server the way `npm start` does, with only the given environment; resolves when it exits. */
+async function startServer (env: Record<string, string>): Promise<{ exitCode: number | null, stdout: string, stderr: string }> {
+  const child = spawn(process.execPath, ['src/server.ts'], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env['PATH'], ...env },
+    // A server that wrongly starts would listen forever; the kill turns that into a failed exit-code assertion.
+    timeout: 20_000
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const exitCode = await new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', resolve)
+  })
+  return { exitCode, stdout, stderr }
+}
+
+describe('start-up with a bad configuration', () => {
+  it.each<{ name: string, env: Record<string, string>, variable: string }>([
+    { name: 'PORT=abc', env: { PORT: 'abc', API_KEYS: 'key-1' }, variable: 'PORT' },
+    { name: 'NODE_ENV=production without keys', env: { NODE_ENV: 'production' }, variable: 'API_KEYS' }
+  ])('exits 1 on $name, with a one-line message naming $variable', async ({ env, variable }) => {
+    const { exitCode, stdout, stderr } = await startServer(env)
+    expect(exitCode).toBe(1)
+    expect(stderr).toMatch(naming(variable))
+    // A message for people, not a stack trace; and nothing was served or logged.
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+    expect(stdout).toBe('')
+  })
+})
