@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { InjectOptions } from 'fastify'
 import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
 import { buildHeif } from './support/heif-builder.ts'
-import { CAMERA_TAGS, dataUri, ImageFactory, type FixtureTags } from './support/images.ts'
+import { CAMERA_TAGS, dataUri, ImageFactory, pngWithMetadataAfterPixels, type FixtureTags } from './support/images.ts'
+import { ImageFormats } from '../schemas/metadata.ts'
 
 let t: TestApp
 let images: ImageFactory
@@ -89,6 +90,17 @@ describe('a camera JPEG', () => {
     const { body } = await postJson({ image: dataUri(padded, 'image/jpeg') })
     expect(body['filesize_bytes']).toBe(padded.length)
     expect(body['filesize_kb']).toBe(Math.ceil(padded.length / 1024))
+  })
+})
+
+describe('metadata wherever the format allows it', () => {
+  it('reads a PNG whose EXIF follows the pixel data (ExifTool\'s -fast2 would stop at IDAT)', async () => {
+    const png = await images.make('png', { tags: CAMERA_TAGS })
+    const late = pngWithMetadataAfterPixels(png)
+    expect(late.indexOf('eXIf')).toBeGreaterThan(late.indexOf('IDAT'))
+    const { status, body } = await postForm(imageForm(late, 'late.png'))
+    expect(status).toBe(200)
+    expect(body).toMatchObject({ camera: { make: 'NIKON', model: 'COOLPIX P6000' }, datetime: '2008-10-22T16:38:20', format: 'png' })
   })
 })
 
@@ -217,6 +229,19 @@ describe('422 Image lacks metadata', () => {
       resolution: { width: 33, height: 21 },
       filesize_kb: Math.round(stripped.length / 1024),
       filesize_bytes: stripped.length
+    })
+  })
+
+  it.each(ImageFormats)('for a %s with no metadata at all', async (format) => {
+    const bare = await images.make(format, { width: 24, height: 18 })
+    const { status, body } = await postForm(imageForm(bare, `bare.${format}`))
+    expect(status).toBe(422)
+    expect(body).toEqual({
+      ...envelope(422, 'IMAGE_LACKS_METADATA', 'Unprocessable Entity', 'Image lacks metadata'),
+      format,
+      resolution: { width: 24, height: 18 },
+      filesize_kb: Math.round(bare.length / 1024),
+      filesize_bytes: bare.length
     })
   })
 

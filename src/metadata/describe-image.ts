@@ -21,7 +21,7 @@ export async function describeImage (
   image: StoredImage,
   options: { full: boolean }
 ): Promise<ImageMetadata> {
-  const tags = await extractor.readSummary(image.path)
+  const tags = await extractor.readSummary(image.path, image.sniffed.format)
   const basics = {
     resolution: { width: image.sniffed.width, height: image.sniffed.height },
     format: image.sniffed.format,

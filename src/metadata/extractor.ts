@@ -1,7 +1,8 @@
 import { ExifTool } from 'exiftool-vendored'
 import type { ExifToolConfig } from '../config.ts'
 import { ExtractionTimeoutError, ExtractorBusyError, ExtractorUnavailableError, withHeaders } from '../errors.ts'
-import { FULL_READ_ARGS, SUMMARY_READ_ARGS, type RawTagValues } from './tags.ts'
+import type { ImageFormat } from '../../schemas/metadata.ts'
+import { FULL_READ_ARGS, summaryReadArgs, type RawTagValues } from './tags.ts'
 
 /** Seconds a client is told to wait (Retry-After) when the pool is saturated or restarting. */
 const RETRY_AFTER_SECONDS = '1'
@@ -27,9 +28,9 @@ export class MetadataExtractor {
     })
   }
 
-  /** The tags the API summary needs. */
-  async readSummary (path: string): Promise<RawTagValues> {
-    return await this.#read(path, SUMMARY_READ_ARGS)
+  /** The tags the API summary needs, from an image already sniffed as `format`. */
+  async readSummary (path: string, format: ImageFormat): Promise<RawTagValues> {
+    return await this.#read(path, summaryReadArgs(format))
   }
 
   /** Every tag ExifTool reads, grouped (for `?full=true`). */

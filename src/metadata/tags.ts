@@ -1,4 +1,4 @@
-import type { Camera, Gps } from '../../schemas/metadata.ts'
+import type { Camera, Gps, ImageFormat } from '../../schemas/metadata.ts'
 import { CAPTURE_TIME_TAGS } from './capture-time.ts'
 
 /** ExifTool's JSON, keyed "Group:Tag" (family-1 groups, `-G1`), numeric values as numbers (`-n`). */
@@ -12,15 +12,23 @@ const LATITUDE_TAGS = ['Composite:GPSLatitude', 'XMP-exif:GPSLatitude']
 const LONGITUDE_TAGS = ['Composite:GPSLongitude', 'XMP-exif:GPSLongitude']
 const ALTITUDE_TAGS = ['Composite:GPSAltitude']
 
+/** The tags the summary needs; every group's copy of each (`-a -G1`) so the mapping chooses the source. */
+const SUMMARY_TAGS = [...new Set(['Make', 'Model', 'GPSLatitude', 'GPSLongitude', 'GPSAltitude', ...CAPTURE_TIME_TAGS])]
+  .map((tag) => `-${tag}`)
+
 /**
- * The ExifTool arguments for the summary the API returns: only the tags it needs, `-fast2` (no maker notes, no
- * trailer scan), numbers unformatted, every group's copy of a tag (`-a -G1`) so the mapping chooses the source.
+ * How far ExifTool may cut corners per format. `-fast2` also skips maker notes (the costly part of a camera
+ * JPEG) but stops at a PNG's IDAT and a QuickTime/HEIF `mdat`, where some writers put metadata after the pixels; those
+ * formats get `-fast`, which only skips trailers.
  */
-export const SUMMARY_READ_ARGS = [
-  '-fast2', '-n', '-a', '-G1',
-  ...[...new Set(['Make', 'Model', 'GPSLatitude', 'GPSLongitude', 'GPSAltitude', ...CAPTURE_TIME_TAGS])]
-    .map((tag) => `-${tag}`)
-]
+const FAST_LEVEL: Record<ImageFormat, '-fast' | '-fast2'> = {
+  jpeg: '-fast2', tiff: '-fast2', webp: '-fast2', png: '-fast', gif: '-fast', heic: '-fast', heif: '-fast', avif: '-fast'
+}
+
+/** ExifTool arguments for the summary the API returns: only the tags it needs, numbers unformatted (`-n`). */
+export function summaryReadArgs (format: ImageFormat): string[] {
+  return [FAST_LEVEL[format], '-n', '-a', '-G1', ...SUMMARY_TAGS]
+}
 
 /** The forensic read (`?full=true`): every tag, grouped by family-1 group, print-converted as ExifTool shows them. */
 export const FULL_READ_ARGS = ['-a', '-u', '-g1']

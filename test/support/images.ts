@@ -113,3 +113,21 @@ export async function largePng (bytes: number): Promise<Buffer> {
 export function dataUri (bytes: Buffer, mediaType: string): string {
   return `data:${mediaType};base64,${bytes.toString('base64')}`
 }
+
+/**
+ * Moves a PNG's metadata chunks (eXIf, tEXt, iTXt, zTXt) after its pixel data, where the PNG spec allows them and
+ * some writers put them. Chunk CRCs cover only the chunk itself, so moving chunks keeps the file valid.
+ */
+export function pngWithMetadataAfterPixels (png: Buffer): Buffer {
+  const chunks: Array<{ type: string, bytes: Buffer }> = []
+  for (let offset = 8; offset < png.length;) {
+    const length = png.readUInt32BE(offset)
+    chunks.push({ type: png.toString('latin1', offset + 4, offset + 8), bytes: png.subarray(offset, offset + 12 + length) })
+    offset += 12 + length
+  }
+  const isMetadata = (type: string): boolean => ['eXIf', 'tEXt', 'iTXt', 'zTXt'].includes(type)
+  const pixels = chunks.filter((chunk) => !isMetadata(chunk.type) && chunk.type !== 'IEND')
+  const metadata = chunks.filter((chunk) => isMetadata(chunk.type))
+  const end = chunks.filter((chunk) => chunk.type === 'IEND')
+  return Buffer.concat([png.subarray(0, 8), ...[...pixels, ...metadata, ...end].map((chunk) => chunk.bytes)])
+}

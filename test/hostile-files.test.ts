@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ImageFormats } from '../schemas/metadata.ts'
+import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
+import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
+
+// Damaged and hostile files through the real pipeline: sniffing, the real ExifTool pool, the envelope.
+let t: TestApp
+let images: ImageFactory
+
+beforeAll(async () => {
+  t = await createTestApp({ exiftool: { procs: 2, taskTimeoutMs: 5000, maxQueue: 64 } })
+  images = new ImageFactory()
+})
+afterAll(async () => {
+  await images.close()
+  await t.close()
+})
+
+/** A small deterministic generator (mulberry32), so every run damages the same bytes. */
+function random (seed: number): () => number {
+  let state = seed
+  return () => {
+    state = (state + 0x6d2b79f5) | 0
+    let value = Math.imul(state ^ (state >>> 15), 1 | state)
+    value = (value + Math.imul(value ^ (value >>> 7), 61 | value)) ^ value
+    return ((value ^ (value >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+function damaged (image: Buffer, seed: number): Buffer[] {
+  const next = random(seed)
+  const variants: Buffer[] = []
+  for (const fraction of [0.1, 0.3, 0.5, 0.8, 0.95]) variants.push(image.subarray(0, Math.max(16, Math.floor(image.length * fraction))))
+  for (let round = 0; round < 10; round++) {
+    const copy = Buffer.from(image)
+    for (let flip = 0; flip < 1 + round * 3; flip++) copy[Math.floor(next() * copy.length)] = Math.floor(next() * 256)
+    variants.push(copy)
+  }
+  // Absurd lengths where readers take them from the file: every 32-bit word at the start set to 0xffffffff in turn.
+  for (let offset = 4; offset < Math.min(64, image.length - 4); offset += 12) {
+    const copy = Buffer.from(image)
+    copy.writeUInt32BE(0xffffffff, offset)
+    variants.push(copy)
+  }
+  return variants
+}
+
+describe.each(ImageFormats)('damaged %s files', (format) => {
+  it('get 200, 415 or 422 in the envelope, never a 5xx, and leave nothing behind', async () => {
+    const image = await images.make(format, { width: 48, height: 32, tags: CAMERA_TAGS })
+    const seed = ImageFormats.indexOf(format) + 1
+    const statuses = new Set<number>()
+    for (const variant of damaged(image, seed)) {
+      const { payload, headers } = await multipart(imageForm(variant, `damaged.${format}`))
+      const response = await t.app.inject({ method: 'POST', url: '/v1/metadata', headers: { ...AUTH, ...headers }, payload })
+      expect([200, 415, 422]).toContain(response.statusCode)
+      const body = response.json()
+      if (response.statusCode === 200) expect(body).toHaveProperty('format')
+      else expect(body).toMatchObject({ statusCode: response.statusCode, code: expect.any(String), message: expect.any(String) })
+      statuses.add(response.statusCode)
+    }
+    // Truncated to 10% is never a readable image of that size: at least one variant is refused.
+    expect([...statuses].some((status) => status !== 200)).toBe(true)
+    expect(await t.scratchFiles()).toEqual([])
+
+    const healthy = await t.app.inject({ method: 'GET', url: '/health/ready' })
+    expect(healthy.statusCode).toBe(200)
+  })
+})
