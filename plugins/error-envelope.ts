@@ -60,11 +60,17 @@ function toServiceError (error: ServiceError, request: FastifyRequest): ServiceE
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new UnsupportedContentTypeError(acceptedContentTypes(request).join(', '))
   }
-  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 && error.code !== undefined) {
-    return error
-  }
-  if (typeof error.statusCode === 'number' && error.statusCode === 503 && error.code !== undefined) return error
-  return new InternalError()
+  return isClientFacing(error) ? error : new InternalError()
+}
+
+/**
+ * A coded 4xx says what the client did wrong, a coded 503 that it should retry: both are meant to be read. Any
+ * other failure is ours, and its text (paths, ExifTool output, stack) stays in the log.
+ */
+function isClientFacing (error: ServiceError): boolean {
+  const status = error.statusCode
+  if (typeof status !== 'number' || typeof error.code !== 'string') return false
+  return (status >= 400 && status < 500) || status === 503
 }
 
 /** The media types a route's body schema declares (its OpenAPI request bodies), JSON when it declares none. */
