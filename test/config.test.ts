@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ConfigError, loadConfig } from '../src/config.ts'
+import { runProcess, type ProcessResult } from './support/processes.ts'
 
 const VARIABLES = [
   'NODE_ENV', 'PORT', 'HOST', 'API_KEYS', 'API_KEYS_FILE', 'LOG_LEVEL', 'MAX_IMAGE_BYTES',
@@ -173,22 +173,9 @@ describe('loadConfig', () => {
 })
 
 /** Starts the server the way `npm start` does, with only the given environment; resolves when it exits. */
-async function startServer (env: Record<string, string>): Promise<{ exitCode: number | null, stdout: string, stderr: string }> {
-  const child = spawn(process.execPath, ['src/server.ts'], {
-    cwd: PROJECT_ROOT,
-    env: { PATH: process.env['PATH'], ...env },
-    // A server that wrongly starts would listen forever; the kill turns that into a failed exit-code assertion.
-    timeout: 20_000
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  const exitCode = await new Promise<number | null>((resolve, reject) => {
-    child.on('error', reject)
-    child.on('close', resolve)
-  })
-  return { exitCode, stdout, stderr }
+async function startServer (env: Record<string, string>): Promise<ProcessResult> {
+  // A server that wrongly starts would listen forever; the kill turns that into a failed exit-code assertion.
+  return await runProcess(process.execPath, ['src/server.ts'], { cwd: PROJECT_ROOT, env: { PATH: process.env['PATH'], ...env }, timeoutMs: 20_000 })
 }
 
 describe('start-up with a bad configuration', () => {

@@ -1,6 +1,7 @@
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest'
 import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
+import { until } from './support/processes.ts'
 
 // The real ExifTool pool, its children stopped and killed with real signals.
 let images: ImageFactory
@@ -27,14 +28,6 @@ async function extract (testApp: TestApp): Promise<{ statusCode: number, headers
   const { payload, headers } = await multipart(imageForm(photo))
   const response = await testApp.app.inject({ method: 'POST', url: '/v1/metadata', headers: { ...AUTH, ...headers }, payload })
   return { statusCode: response.statusCode, headers: response.headers, body: response.json() }
-}
-
-/** Polls a condition (bounded: 400 tries, 10 ms apart). */
-async function until (condition: () => boolean): Promise<void> {
-  for (let attempt = 0; attempt < 400 && !condition(); attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  expect(condition()).toBe(true)
 }
 
 function isAlive (pid: number): boolean {

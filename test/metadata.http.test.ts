@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ImageFormats, type ImageFormat } from '../schemas/metadata.ts'
 import { API_KEY, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, dataUri, ImageFactory, largePng } from './support/images.ts'
+import { until } from './support/processes.ts'
 
 // The real server on a real port, called with real HTTP clients (fetch and node:http).
 let t: TestApp
@@ -150,15 +151,6 @@ describe('limits while streaming', () => {
     expect(response.status).toBe(200)
   })
 })
-
-/** Polls a condition (bounded: 200 tries, 25 ms apart); fails the test if it never holds. */
-async function until (condition: () => Promise<boolean>): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (await condition()) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error('condition never held')
-}
 
 /** A POST that tolerates the server answering, and closing, before the whole body is sent. */
 async function rawPost (url: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number, body: string }> {

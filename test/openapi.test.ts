@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp, type TestApp } from './support/app.ts'
+import { runProcess } from './support/processes.ts'
 
 interface Media { schema: { $ref?: string } }
 interface Response { description: string, content?: Record<string, Media>, headers?: Record<string, unknown> }
@@ -85,7 +85,7 @@ function collectRefs (node: unknown, refs: string[] = []): string[] {
 
 /** Runs the project's own Redocly CLI on the Node that runs the tests, offline and without telemetry. */
 async function lint (file: string): Promise<{ exitCode: number | null, report: LintReport, stderr: string }> {
-  const child = spawn(process.execPath, [REDOCLY, 'lint', '--extends=recommended', '--format=json', file], {
+  const { exitCode, stdout, stderr } = await runProcess(process.execPath, [REDOCLY, 'lint', '--extends=recommended', '--format=json', file], {
     // Its own directory, so no redocly.yaml lying around changes the rules.
     cwd: lintDir,
     env: {
@@ -96,15 +96,7 @@ async function lint (file: string): Promise<{ exitCode: number | null, report: L
       CI: 'true',
       NO_COLOR: '1'
     },
-    timeout: 60_000
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  const exitCode = await new Promise<number | null>((resolve, reject) => {
-    child.on('error', reject)
-    child.on('close', resolve)
+    timeoutMs: 60_000
   })
   return { exitCode, report: JSON.parse(stdout) as LintReport, stderr }
 }
