@@ -65,14 +65,11 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
       }
     }
   }, async (request) => {
+    // The scratch copy is tracked on the request and removed before the reply leaves (plugins/multipart.ts).
     const image = request.isMultipart()
       ? await storedUpload(request)
       : await storeDataUri(request, (request.body as { image: string }).image)
-    try {
-      return await describeImage(fastify.metadataExtractor, image, { full: request.query.full === true })
-    } finally {
-      await scratch.removeFile(image.path)
-    }
+    return await describeImage(fastify.metadataExtractor, image, { full: request.query.full === true })
   })
 
   async function storeDataUri (request: FastifyRequest, uri: string): Promise<StoredImage> {
@@ -90,10 +87,7 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
     const upload = request.uploadedImage
     if (upload === undefined) throw new NoImageError()
     const sniffed = await sniffImageFile(upload.path, upload.sizeBytes)
-    if (sniffed === undefined) {
-      await scratch.removeFile(upload.path)
-      throw new UnsupportedImageFormatError(ImageFormats.join(', '))
-    }
+    if (sniffed === undefined) throw new UnsupportedImageFormatError(ImageFormats.join(', '))
     return { ...upload, sniffed }
   }
 }

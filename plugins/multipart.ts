@@ -15,7 +15,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The multipart `image` file, already on disk in the scratch directory. */
     uploadedImage: UploadedImage | undefined
-    /** Scratch files this request created; whatever the handler has not removed goes when the request ends. */
+    /** Scratch files this request created: removed before its reply is sent, or when it ends without one. */
     scratchFiles: string[] | undefined
     /** File parts seen so far in this multipart body, whatever their field. */
     multipartFileCount: number
@@ -58,19 +58,15 @@ async function multipartUploads (fastify: FastifyInstance, options: MultipartOpt
       try {
         await pipeline(part.file, createWriteStream(path, { flags: 'wx', mode: 0o600 }))
       } catch (error) {
+        // Removed here too: an upload aborted before the file was opened would otherwise create it after the
+        // abort hook had already cleaned up.
         await scratch.removeFile(path)
         throw (error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE' ? new ImageTooLargeError(maxImageBytes) : error
       }
-      if (part.file.truncated) {
-        await scratch.removeFile(path)
-        throw new ImageTooLargeError(maxImageBytes)
-      }
+      if (part.file.truncated) throw new ImageTooLargeError(maxImageBytes)
       const sizeBytes = part.file.bytesRead
-      if (sizeBytes === 0) {
-        // An empty file is no image: leaving `image` out of the body makes validation answer NO_IMAGE.
-        await scratch.removeFile(path)
-        return
-      }
+      // An empty file is no image: leaving `image` out of the body makes validation answer NO_IMAGE.
+      if (sizeBytes === 0) return
       this.uploadedImage = { path, sizeBytes }
       ;(part as MultipartFile & { value: string }).value = part.filename || IMAGE_FIELD
     }

@@ -74,6 +74,36 @@ describe('the ExifTool pool', () => {
     await until(() => !isAlive(pid!))
   })
 
+  it('answers 503 EXTRACTION_TIMEOUT when the retry hangs too, and recovers', async () => {
+    const testApp = await appWith({ procs: 1, taskTimeoutMs: 500, maxQueue: 8 })
+    const extractor = testApp.app.metadataExtractor
+    expect((await extract(testApp)).statusCode).toBe(200)
+    const [first] = extractor.pids
+    process.kill(first!, 'SIGSTOP')
+
+    const pending = extract(testApp)
+    // The first attempt times out; freeze the child that takes the retry as well.
+    let second: number | undefined
+    await until(() => {
+      second = extractor.pids.find((pid) => pid !== first)
+      return second !== undefined && extractor.busyProcs === 1
+    }, 4000, 1)
+    // A new child spends ~90 ms starting perl before it can run the image: ample time to freeze it first.
+    process.kill(second!, 'SIGSTOP')
+
+    const response = await pending
+    expect(response.statusCode).toBe(503)
+    expect(response.headers['retry-after']).toBe('1')
+    expect(response.body).toEqual({
+      statusCode: 503,
+      code: 'EXTRACTION_TIMEOUT',
+      error: 'Service Unavailable',
+      message: 'Metadata extraction did not finish in time; retry shortly'
+    })
+    expect(await testApp.scratchFiles()).toEqual([])
+    expect((await extract(testApp)).statusCode).toBe(200)
+  })
+
   it('answers 503 with Retry-After when its queue is full, and serves the queued requests', async () => {
     const testApp = await appWith({ procs: 1, taskTimeoutMs: 10_000, maxQueue: 1 })
     const extractor = testApp.app.metadataExtractor

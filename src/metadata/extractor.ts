@@ -84,15 +84,18 @@ export class MetadataExtractor {
   }
 }
 
+/** How batch-cluster reports that a child died or the pool closed under a task (after its one retry). */
+const POOL_FAILURE = /has ended|terminated before task completed|unexpectedly closed|exited|end\(\)/i
+
 /** Pool failures become the API's 503s; their text (paths, ExifTool output) stays in the server log. */
 function translatePoolError (error: unknown): Error {
-  const message = error instanceof Error ? error.message : String(error)
+  if (!(error instanceof Error)) return new Error(String(error))
   const cause = { cause: error }
-  if (/timeout|timed out/i.test(message)) {
+  if (error.name === 'TaskTimeoutError') {
     return withHeaders(Object.assign(new ExtractionTimeoutError(), cause), { 'retry-after': RETRY_AFTER_SECONDS })
   }
-  if (/ended|end\(\)|shutting down|closed/i.test(message)) {
+  if (POOL_FAILURE.test(error.message)) {
     return withHeaders(Object.assign(new ExtractorUnavailableError(), cause), { 'retry-after': RETRY_AFTER_SECONDS })
   }
-  return error instanceof Error ? error : new Error(message)
+  return error
 }
