@@ -15,6 +15,8 @@ async function auth (fastify: FastifyInstance, options: AuthOptions): Promise<vo
   await fastify.register(bearerAuth, {
     keys: new Set(options.apiKeys),
     addHook: false,
+    // The scheme name is case-insensitive (RFC 7235 §2.1): `bearer <key>` is as valid as `Bearer <key>`.
+    specCompliance: 'rfc6749',
     verifyErrorLogLevel: 'info'
   })
   fastify.addHook('onRequest', function (request, reply, done) {
