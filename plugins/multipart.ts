@@ -72,13 +72,13 @@ async function multipartUploads (fastify: FastifyInstance, options: MultipartOpt
     }
   })
 
+  // Each file once: taken off the list as it is removed, whichever hook gets there first.
   const removeScratchFiles = async (request: FastifyRequest): Promise<void> => {
-    for (const path of request.scratchFiles ?? []) await scratch.removeFile(path)
+    for (const path of request.scratchFiles?.splice(0) ?? []) await scratch.removeFile(path)
   }
-  // Before the reply leaves (so a client never sees an answer while its upload still sits on disk), and again
-  // for requests that end without one.
+  // Before the reply leaves (so a client never sees an answer while its upload still sits on disk), or when the
+  // client goes away before there is one.
   fastify.addHook('onSend', async (request) => { await removeScratchFiles(request) })
-  fastify.addHook('onResponse', removeScratchFiles)
   fastify.addHook('onRequestAbort', removeScratchFiles)
 }
 
