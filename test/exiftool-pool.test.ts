@@ -30,6 +30,20 @@ async function extract (testApp: TestApp): Promise<{ statusCode: number, headers
   return { statusCode: response.statusCode, headers: response.headers, body: response.json() }
 }
 
+/**
+ * An app with a one-child pool, warmed up by one answered request, whose child is then frozen (SIGSTOP): the next
+ * request is certain to be in that child's hands.
+ */
+async function appWithFrozenChild (limits: { taskTimeoutMs: number, maxQueue: number }) {
+  const testApp = await appWith({ procs: 1, ...limits })
+  const extractor = testApp.app.metadataExtractor
+  expect((await extract(testApp)).statusCode).toBe(200)
+  const [pid] = extractor.pids
+  if (pid === undefined) throw new Error('the pool has no child after answering a request')
+  process.kill(pid, 'SIGSTOP')
+  return { testApp, extractor, pid }
+}
+
 function isAlive (pid: number): boolean {
   try {
     process.kill(pid, 0)
@@ -41,17 +55,11 @@ function isAlive (pid: number): boolean {
 
 describe('the ExifTool pool', () => {
   it('answers a request whose child is killed while it works on it, and replaces the child', async () => {
-    const testApp = await appWith({ procs: 1, taskTimeoutMs: 10_000, maxQueue: 8 })
-    const extractor = testApp.app.metadataExtractor
-    expect((await extract(testApp)).statusCode).toBe(200)
-    const [pid] = extractor.pids
-    expect(pid).toBeDefined()
-
-    // Freeze the child so the request is certainly in its hands, then kill it.
-    process.kill(pid!, 'SIGSTOP')
+    // The request is certainly in the frozen child's hands when it is killed.
+    const { testApp, extractor, pid } = await appWithFrozenChild({ taskTimeoutMs: 10_000, maxQueue: 8 })
     const pending = extract(testApp)
     await until(() => extractor.busyProcs === 1)
-    process.kill(pid!, 'SIGKILL')
+    process.kill(pid, 'SIGKILL')
 
     const response = await pending
     expect(response.statusCode).toBe(200)
@@ -61,25 +69,17 @@ describe('the ExifTool pool', () => {
   })
 
   it('replaces a hung child after the per-image timeout and retries the image once', async () => {
-    const testApp = await appWith({ procs: 1, taskTimeoutMs: 1000, maxQueue: 8 })
-    const extractor = testApp.app.metadataExtractor
-    expect((await extract(testApp)).statusCode).toBe(200)
-    const [pid] = extractor.pids
-    process.kill(pid!, 'SIGSTOP')
+    const { testApp, extractor, pid } = await appWithFrozenChild({ taskTimeoutMs: 1000, maxQueue: 8 })
 
     const response = await extract(testApp)
     expect(response.statusCode).toBe(200)
     expect(response.body['format']).toBe('jpeg')
     expect(extractor.pids).not.toContain(pid)
-    await until(() => !isAlive(pid!))
+    await until(() => !isAlive(pid))
   })
 
   it('answers 503 EXTRACTION_TIMEOUT when the retry hangs too, and recovers', async () => {
-    const testApp = await appWith({ procs: 1, taskTimeoutMs: 500, maxQueue: 8 })
-    const extractor = testApp.app.metadataExtractor
-    expect((await extract(testApp)).statusCode).toBe(200)
-    const [first] = extractor.pids
-    process.kill(first!, 'SIGSTOP')
+    const { testApp, extractor, pid: first } = await appWithFrozenChild({ taskTimeoutMs: 500, maxQueue: 8 })
 
     const pending = extract(testApp)
     // The first attempt times out; freeze the child that takes the retry as well.
@@ -105,11 +105,7 @@ describe('the ExifTool pool', () => {
   })
 
   it('answers 503 with Retry-After when its queue is full, and serves the queued requests', async () => {
-    const testApp = await appWith({ procs: 1, taskTimeoutMs: 10_000, maxQueue: 1 })
-    const extractor = testApp.app.metadataExtractor
-    expect((await extract(testApp)).statusCode).toBe(200)
-    const [pid] = extractor.pids
-    process.kill(pid!, 'SIGSTOP')
+    const { testApp, extractor, pid } = await appWithFrozenChild({ taskTimeoutMs: 10_000, maxQueue: 1 })
     try {
       const first = extract(testApp)
       await until(() => extractor.busyProcs === 1)
@@ -126,11 +122,11 @@ describe('the ExifTool pool', () => {
         message: 'Metadata extraction is at capacity; retry shortly'
       })
 
-      process.kill(pid!, 'SIGCONT')
+      process.kill(pid, 'SIGCONT')
       expect((await first).statusCode).toBe(200)
       expect((await second).statusCode).toBe(200)
     } finally {
-      if (isAlive(pid!)) process.kill(pid!, 'SIGCONT')
+      if (isAlive(pid)) process.kill(pid, 'SIGCONT')
     }
     expect(await testApp.scratchFiles()).toEqual([])
   })
