@@ -82,7 +82,14 @@ async function serve (): Promise<void> {
     logLevel: 'info',
     maxImageBytes: 26_214_400,
     exiftool: { procs: EXIFTOOL_PROCS, taskTimeoutMs: 10_000, maxQueue: 256 },
-    tempRoot
+    tempRoot,
+    chat: {
+      supportBaseUrl: 'https://shop.example.com',
+      redisKeyPrefix: 'chat-metadata-api-bench:',
+      conversationTtlMs: 86_400_000,
+      maxConversations: 10_000,
+      historyLimit: 50
+    }
   }, { logStream: { write () {} } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()

@@ -3,6 +3,13 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { UnauthorizedError, withHeaders } from '../src/errors.ts'
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API key the request authenticated with (never logged). */
+    apiKey: string
+  }
+}
+
 export interface AuthOptions {
   apiKeys: readonly string[]
 }
@@ -19,9 +26,16 @@ async function auth (fastify: FastifyInstance, options: AuthOptions): Promise<vo
     specCompliance: 'rfc6749',
     verifyErrorLogLevel: 'info'
   })
+  fastify.decorateRequest('apiKey', '')
   fastify.addHook('onRequest', function (request, reply, done) {
     fastify.verifyBearerAuth!(request, reply, (error) => {
-      done(error === undefined ? undefined : withHeaders(new UnauthorizedError(), { 'www-authenticate': 'Bearer' }))
+      if (error !== undefined) {
+        done(withHeaders(new UnauthorizedError(), { 'www-authenticate': 'Bearer' }))
+        return
+      }
+      // Verified above, so the header is `<scheme> <key>`; conversations belong to the key.
+      request.apiKey = (request.headers.authorization ?? '').trim().replace(/^\S+\s+/, '')
+      done()
     })
   })
 }

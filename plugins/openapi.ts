@@ -48,6 +48,7 @@ async function openapi (fastify: FastifyInstance): Promise<void> {
       // Relative: the API is wherever this document is served from, in every environment.
       servers: [{ url: '/', description: 'The server that serves this document' }],
       tags: [
+        { name: 'chat', description: 'The customer-support assistant' },
         { name: 'metadata', description: 'Image metadata extraction' },
         { name: 'health', description: 'Liveness and readiness probes' }
       ],

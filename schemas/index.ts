@@ -1,3 +1,4 @@
+import { ChatContext, ChatLink, ChatReply, ChatRequest, ChatTranscript, TranscriptTurn } from './chat.ts'
 import { ErrorResponse } from './error.ts'
 import { HealthStatus } from './health.ts'
 import { Camera, Gps, ImageLacksMetadataResponse, ImageMetadata, MetadataJsonBody, MetadataMultipartBody, Resolution } from './metadata.ts'
@@ -12,5 +13,11 @@ export const sharedSchemas = [
   ImageMetadata,
   ImageLacksMetadataResponse,
   MetadataJsonBody,
-  MetadataMultipartBody
+  MetadataMultipartBody,
+  ChatContext,
+  ChatRequest,
+  ChatLink,
+  ChatReply,
+  TranscriptTurn,
+  ChatTranscript
 ]

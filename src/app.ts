@@ -1,6 +1,9 @@
 import Fastify, { type FastifyInstance } from 'fastify'
+import { loadDomainPack } from './chat/domain-pack.ts'
 import type { AppConfig } from './config.ts'
 import auth from '../plugins/auth.ts'
+import chatRoutes from '../plugins/chat.ts'
+import conversationStore from '../plugins/conversation-store.ts'
 import errorEnvelope from '../plugins/error-envelope.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
@@ -20,9 +23,12 @@ const API_ALIAS_PREFIX = '/api/v1/'
 
 /**
  * Builds the whole service without listening: each test makes its own instance with its own configuration.
- * Closing it ends the ExifTool pool and removes the scratch directory.
+ * Closing it ends the ExifTool pool, closes the Redis connection and removes the scratch directory.
+ * Throws a DomainPackError, before anything starts, when the domain pack is invalid.
  */
 export async function buildApp (config: AppConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const { chat } = config
+  const pack = loadDomainPack(chat.domainFile)
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -44,10 +50,17 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(errorEnvelope)
   await app.register(openapi)
   await app.register(exiftoolPool, config.exiftool)
+  await app.register(conversationStore, {
+    ...(chat.redisUrl === undefined ? {} : { redisUrl: chat.redisUrl }),
+    redisKeyPrefix: chat.redisKeyPrefix,
+    ttlMs: chat.conversationTtlMs,
+    maxConversations: chat.maxConversations
+  })
   await app.register(health)
   await app.register(async function v1 (api) {
     await api.register(auth, { apiKeys: config.apiKeys })
     await api.register(metadataRoutes, { maxImageBytes: config.maxImageBytes, tempRoot: config.tempRoot })
+    await api.register(chatRoutes, { pack, supportBaseUrl: chat.supportBaseUrl, historyLimit: chat.historyLimit })
   }, { prefix: '/v1' })
   return app
 }

@@ -18,7 +18,14 @@ const EnvSchema = Type.Object({
   EXIFTOOL_PROCS: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
   EXIFTOOL_TASK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
   EXIFTOOL_MAX_QUEUE: Type.Integer({ minimum: 1, maximum: 100_000, default: 256 }),
-  TMPDIR: Type.Optional(Type.String({ minLength: 1 }))
+  TMPDIR: Type.Optional(Type.String({ minLength: 1 })),
+  DOMAIN_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  SUPPORT_BASE_URL: Type.String({ pattern: '^https?://[^\\s/]+', default: 'https://shop.example.com' }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  REDIS_KEY_PREFIX: Type.String({ default: 'chat-metadata-api:' }),
+  CONVERSATION_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 31_536_000, default: 86_400 }),
+  CONVERSATION_MAX: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000 }),
+  CONVERSATION_HISTORY: Type.Integer({ minimum: 2, maximum: 1000, default: 50 })
 })
 type Env = Static<typeof EnvSchema>
 
@@ -31,6 +38,22 @@ export interface ExifToolConfig {
   maxQueue: number
 }
 
+export interface ChatConfig {
+  /** The domain pack (YAML or JSON); the one in domain/ when unset. */
+  domainFile?: string
+  /** `{base}` of the links in replies, without a trailing slash. */
+  supportBaseUrl: string
+  /** Conversations in Redis when set; in memory otherwise. */
+  redisUrl?: string
+  redisKeyPrefix: string
+  /** A conversation is forgotten this long after its last message. */
+  conversationTtlMs: number
+  /** In-memory store: conversations kept (least recently used dropped first). */
+  maxConversations: number
+  /** Turns kept per conversation. */
+  historyLimit: number
+}
+
 /** What `buildApp` needs: everything but where to listen. */
 export interface AppConfig {
   apiKeys: string[]
@@ -39,6 +62,7 @@ export interface AppConfig {
   exiftool: ExifToolConfig
   /** Where the private per-instance scratch directory for uploads is created. */
   tempRoot: string
+  chat: ChatConfig
 }
 
 export interface ServerConfig extends AppConfig {
@@ -87,6 +111,15 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
       maxQueue: env.EXIFTOOL_MAX_QUEUE
     },
     tempRoot: env.TMPDIR ?? tmpdir(),
+    chat: {
+      ...(env.DOMAIN_FILE === undefined ? {} : { domainFile: env.DOMAIN_FILE }),
+      supportBaseUrl: env.SUPPORT_BASE_URL.replace(/\/+$/, ''),
+      ...(env.REDIS_URL === undefined ? {} : { redisUrl: env.REDIS_URL }),
+      redisKeyPrefix: env.REDIS_KEY_PREFIX,
+      conversationTtlMs: env.CONVERSATION_TTL_SECONDS * 1000,
+      maxConversations: env.CONVERSATION_MAX,
+      historyLimit: env.CONVERSATION_HISTORY
+    },
     ...(generatedDevKey === undefined ? {} : { generatedDevKey })
   }
 }

@@ -57,6 +57,12 @@ export const ExtractionTimeoutError = createError(
   'Metadata extraction did not finish in time; retry shortly',
   503
 )
+export const ConversationNotFoundError = createError('CONVERSATION_NOT_FOUND', 'Conversation not found', 404)
+export const ConversationStoreUnavailableError = createError(
+  'CONVERSATION_STORE_UNAVAILABLE',
+  'Conversations are unavailable; retry shortly',
+  503
+)
 export const NotReadyError = createError('NOT_READY', 'The service is not ready', 503)
 export const InternalError = createError('INTERNAL_ERROR', 'Internal Server Error', 500)
 

@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.ts'
+import { DomainPackError } from './chat/domain-pack.ts'
 import { ConfigError, loadConfig } from './config.ts'
 
 /** The process entry: read the environment, listen, and close cleanly on SIGTERM/SIGINT. */
@@ -13,7 +14,14 @@ async function main (): Promise<void> {
     process.exit(1)
   }
 
-  const app = await buildApp(config)
+  let app
+  try {
+    app = await buildApp(config)
+  } catch (error) {
+    if (!(error instanceof DomainPackError)) throw error
+    process.stderr.write(`${error.message}\n`)
+    process.exit(1)
+  }
   if (config.generatedDevKey !== undefined) {
     // Deliberately logged once: it is the only way to call a development instance started without keys.
     app.log.warn(`No API_KEYS or API_KEYS_FILE set: generated a development API key for this run: ${config.generatedDevKey}`)

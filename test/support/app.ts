@@ -35,6 +35,13 @@ export async function createTestApp (overrides: Partial<AppConfig> = {}): Promis
     maxImageBytes: 26_214_400,
     exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 64 },
     tempRoot,
+    chat: {
+      supportBaseUrl: 'https://shop.example.com',
+      redisKeyPrefix: 'chat-metadata-api-test:',
+      conversationTtlMs: 86_400_000,
+      maxConversations: 1000,
+      historyLimit: 50
+    },
     ...overrides
   }
   const app = await buildApp(config, { logStream: stream })

@@ -1,0 +1,102 @@
+import { AjvCompiler } from '@fastify/ajv-compiler'
+import type { FastifyError, FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { errorResponses } from '../schemas/error.ts'
+import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams } from '../schemas/chat.ts'
+import type { DomainPack } from '../schemas/domain-pack.ts'
+import { SupportAssistant } from '../src/chat/assistant.ts'
+import { ChatService } from '../src/chat/chat-service.ts'
+import { ValidationError } from '../src/errors.ts'
+
+export interface ChatRoutesOptions {
+  pack: DomainPack
+  /** SUPPORT_BASE_URL: the `{base}` of the reply links. */
+  supportBaseUrl: string
+  historyLimit: number
+}
+
+/** POST /chat/send and GET /chat/conversations/:id: the support assistant over HTTP. */
+export default async function chatRoutes (fastify: FastifyInstance, options: ChatRoutesOptions): Promise<void> {
+  // Trains the intent model from the domain pack: part of start-up, well under a second.
+  const assistant = new SupportAssistant(options.pack, { baseUrl: options.supportBaseUrl })
+  const chat = new ChatService(assistant, fastify.conversationStore, { historyLimit: options.historyLimit })
+
+  // JSON types as sent: `"message": 123` is a 400, not the string "123" (Fastify coerces types by default).
+  const externalSchemas = fastify.getSchemas() as Parameters<ReturnType<typeof AjvCompiler>>[0]
+  fastify.setValidatorCompiler(AjvCompiler()(externalSchemas, { customOptions: { coerceTypes: false } }))
+  fastify.setErrorHandler(function (error: FastifyError) {
+    throw clearerValidationError(error)
+  })
+
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  app.post('/chat/send', {
+    bodyLimit: CHAT_BODY_LIMIT,
+    schema: {
+      operationId: 'sendChatMessage',
+      tags: ['chat'],
+      summary: 'Send a customer message to the support assistant and get its reply',
+      description: 'Omit `conversation_id` to start a conversation; send the returned one back to continue it. ' +
+        'A conversation belongs to the API key and `user_id` that started it.',
+      body: Type.Ref(ChatRequest),
+      response: {
+        200: Type.Ref(ChatReply),
+        ...errorResponses(400, 401, 404, 413, 415, 500, 503)
+      }
+    }
+  }, async (request) => {
+    const body = request.body as ChatRequest
+    const sent = await chat.send({
+      apiKey: request.apiKey,
+      userId: body.user_id,
+      message: body.message,
+      ...(body.context === undefined ? {} : { context: body.context }),
+      ...(body.conversation_id === undefined ? {} : { conversationId: body.conversation_id })
+    })
+    return {
+      reply: sent.reply,
+      conversation_id: sent.conversationId,
+      timestamp: sent.timestamp,
+      intent: sent.intent,
+      confidence: sent.confidence,
+      links: sent.links,
+      handoff: sent.handoff
+    }
+  })
+
+  app.get('/chat/conversations/:conversation_id', {
+    schema: {
+      operationId: 'getChatTranscript',
+      tags: ['chat'],
+      summary: 'The transcript of a conversation, for the person who takes it over',
+      params: ConversationParams,
+      response: {
+        200: Type.Ref(ChatTranscript),
+        ...errorResponses(400, 401, 404, 500, 503)
+      }
+    }
+  }, async (request) => {
+    const conversation = await chat.transcript(request.params.conversation_id, request.apiKey)
+    return {
+      conversation_id: conversation.id,
+      user_id: conversation.userId,
+      created_at: conversation.createdAt,
+      updated_at: conversation.updatedAt,
+      handoff: conversation.turns.at(-1)?.handoff === true,
+      turns: conversation.turns.map(({ role, text, intent, timestamp }) => ({ role, text, intent, timestamp }))
+    }
+  })
+}
+
+/** Validation messages that say the rule in words where ajv's would quote a pattern or a format name. */
+function clearerValidationError (error: FastifyError): Error {
+  const issue = error.validation?.[0]
+  if (error.validationContext !== 'body' || issue === undefined) return error
+  if (issue.instancePath === '/message' && issue.keyword === 'pattern') {
+    return new ValidationError('body/message must not be blank')
+  }
+  if (issue.instancePath === '/context/purchase_date' && (issue.keyword === 'format' || issue.keyword === 'pattern')) {
+    return new ValidationError('body/context/purchase_date must be a real calendar date in the form YYYY-MM-DD')
+  }
+  return error
+}

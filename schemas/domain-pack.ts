@@ -1,0 +1,80 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { INTENTS } from '../src/chat/intents.ts'
+
+const Text = Type.String({ minLength: 1 })
+const Templates = Type.Array(Text, { minItems: 1 })
+
+/** What a support reply is allowed to say about the shop: the only facts the assistant states besides the context. */
+export const DomainPolicies = Type.Object({
+  return_window_days: Type.Integer({ minimum: 1, maximum: 3650, default: 30 }),
+  refund_processing_days: Type.Integer({ minimum: 1, maximum: 365 }),
+  cancellation_fee_rules: Type.Array(Text, { minItems: 1, description: 'One sentence per rule' }),
+  delivery_options: Type.Array(Type.Object({
+    name: Text,
+    period: Text,
+    price: Text
+  }, { additionalProperties: false }), { minItems: 1 }),
+  payment_methods: Type.Array(Text, { minItems: 1 }),
+  contact: Type.Object({
+    phone: Text,
+    email: Text,
+    hours: Text,
+    chat: Type.Optional(Text)
+  }, { additionalProperties: false })
+}, { additionalProperties: false })
+
+export const DomainLink = Type.Object({
+  label: Text,
+  url: Type.String({ pattern: '^\\{base\\}/', description: 'A template over {base} and context values' })
+}, { additionalProperties: false })
+
+/** Reply templates by situation; `default` always applies when no more specific situation has a usable template. */
+export const IntentReplies = Type.Object({
+  default: Templates,
+  ask_order: Type.Optional(Templates),
+  inside_window: Type.Optional(Templates),
+  window_last_day: Type.Optional(Templates),
+  outside_window: Type.Optional(Templates),
+  future_purchase: Type.Optional(Templates),
+  angry: Type.Optional(Templates)
+}, { additionalProperties: false })
+export type IntentReplies = Static<typeof IntentReplies>
+export type ReplySituation = keyof IntentReplies
+
+export const DomainIntent = Type.Object({
+  /** Training utterances for the intent model. */
+  examples: Type.Array(Text, { minItems: 5 }),
+  replies: IntentReplies,
+  /** The intent cannot be served without an order number: the assistant asks for one first. */
+  needs_order: Type.Optional(Type.Boolean()),
+  /** Replies reason with the return window when the purchase date is known. */
+  uses_return_window: Type.Optional(Type.Boolean()),
+  /** The customer should now be routed to a person. */
+  handoff: Type.Optional(Type.Boolean())
+}, { additionalProperties: false })
+export type DomainIntent = Static<typeof DomainIntent>
+
+const intentProperties = Object.fromEntries(INTENTS.map((name) => [name, DomainIntent])) as
+  Record<typeof INTENTS[number], typeof DomainIntent>
+
+/** The domain pack: everything the assistant knows and says, as data (README: "The domain pack"). */
+export const DomainPack = Type.Object({
+  name: Text,
+  policies: DomainPolicies,
+  links: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), DomainLink),
+  understanding: Type.Object({
+    /** Below this probability the message counts as not understood. */
+    confidence_threshold: Type.Number({ minimum: 0, maximum: 1 }),
+    /** Words and phrases the model reads as one canonical word. */
+    synonyms: Type.Record(Type.String({ pattern: '^[a-z]+$' }), Type.Array(Text, { minItems: 1 })),
+    /** Words that mark a message as angry (complaints from angry customers go to a person). */
+    anger_words: Type.Array(Text)
+  }, { additionalProperties: false }),
+  /** Replies that do not belong to one intent. */
+  fallback: Type.Object({
+    /** The second message in a row the assistant did not understand. */
+    misunderstood_handoff: Templates
+  }, { additionalProperties: false }),
+  intents: Type.Object(intentProperties, { additionalProperties: false })
+}, { additionalProperties: false })
+export type DomainPack = Static<typeof DomainPack>

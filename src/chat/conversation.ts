@@ -1,0 +1,35 @@
+import type { IntentName, SupportIntent } from './intents.ts'
+
+export type Role = 'customer' | 'assistant'
+
+export interface Turn {
+  role: Role
+  text: string
+  /** The customer's intent as understood; on an assistant turn, the intent it answered. */
+  intent: IntentName
+  /** ISO 8601 UTC. */
+  timestamp: string
+  /** On an assistant turn: it routed the customer to a person. */
+  handoff?: boolean
+}
+
+/** A value the conversation knows: from the request's context or from what the customer wrote. */
+export type Fact = string | number | boolean
+
+/** Everything remembered about one conversation; stored as JSON. */
+export interface Conversation {
+  id: string
+  /** Hash of the API key that started it: another key never sees it. */
+  ownerKey: string
+  userId: string
+  createdAt: string
+  updatedAt: string
+  /** order_id, purchase_date, email, and any context member (customer_name…). */
+  facts: Record<string, Fact>
+  /** An intent waiting for the order number the assistant asked for. */
+  pendingIntent?: SupportIntent
+  /** Consecutive customer messages the assistant did not understand. */
+  misunderstoodInARow: number
+  /** The most recent turns, oldest first, at most the history limit. */
+  turns: Turn[]
+}

@@ -1,0 +1,75 @@
+/**
+ * Corrects words the training corpus never used: one edit away from a known word (symmetric deletes, which also
+ * cover a swap of neighbouring letters), or two known words written together ("trackmy" → "track my").
+ * The most frequent candidate wins; words of fewer than four letters are left alone.
+ */
+export class SpellingCorrector {
+  readonly #frequency: ReadonlyMap<string, number>
+  /** Each known word, and each of its one-letter deletions, mapped to the most frequent known word it comes from. */
+  readonly #byDeletion = new Map<string, string>()
+  readonly #cache = new Map<string, readonly string[]>()
+
+  constructor (frequency: ReadonlyMap<string, number>) {
+    this.#frequency = frequency
+    for (const word of frequency.keys()) {
+      if (word.length < 4) continue
+      for (const variant of [word, ...deletions(word)]) this.#remember(variant, word)
+    }
+  }
+
+  isKnown (word: string): boolean {
+    return this.#frequency.has(word)
+  }
+
+  /** The known word(s) `word` most likely stands for, or `word` itself. */
+  correct (word: string): readonly string[] {
+    if (word.length < 4 || this.#frequency.has(word) || /\d/.test(word)) return [word]
+    const cached = this.#cache.get(word)
+    if (cached !== undefined) return cached
+    const corrected = this.#closest(word) ?? this.#split(word) ?? [word]
+    // Bounded: unseen words are few, but a stream of random text must not grow memory without limit.
+    if (this.#cache.size >= 20_000) this.#cache.clear()
+    this.#cache.set(word, corrected)
+    return corrected
+  }
+
+  #remember (variant: string, word: string): void {
+    const current = this.#byDeletion.get(variant)
+    if (current === undefined || this.#count(word) > this.#count(current)) this.#byDeletion.set(variant, word)
+  }
+
+  #closest (word: string): string[] | undefined {
+    let best: string | undefined
+    for (const variant of [word, ...deletions(word)]) {
+      const candidate = this.#byDeletion.get(variant)
+      if (candidate !== undefined && Math.abs(candidate.length - word.length) <= 1 &&
+        (best === undefined || this.#count(candidate) > this.#count(best))) best = candidate
+    }
+    return best === undefined ? undefined : [best]
+  }
+
+  #split (word: string): string[] | undefined {
+    let best: string[] | undefined
+    let bestScore = 0
+    for (let at = 2; at <= word.length - 2; at++) {
+      const left = word.slice(0, at)
+      const right = word.slice(at)
+      const score = Math.min(this.#count(left), this.#count(right))
+      if (score > bestScore) {
+        best = [left, right]
+        bestScore = score
+      }
+    }
+    return best
+  }
+
+  #count (word: string): number {
+    return this.#frequency.get(word) ?? 0
+  }
+}
+
+function deletions (word: string): string[] {
+  const variants: string[] = []
+  for (let at = 0; at < word.length; at++) variants.push(word.slice(0, at) + word.slice(at + 1))
+  return variants
+}

@@ -1,0 +1,154 @@
+/**
+ * Reply templates: `{name}` is a value (a policy, a context member, a remembered fact), `{link:name}` a link of the
+ * domain pack, and `[...]` an optional part, left out unless every value inside it is known. A template whose
+ * required values are not all known is not used: a reply never states a fact it does not have.
+ */
+
+export interface LinkTemplate {
+  label: string
+  url: string
+}
+
+export interface RenderedLink {
+  label: string
+  url: string
+}
+
+export interface RenderedReply {
+  text: string
+  links: RenderedLink[]
+}
+
+type Part =
+  | { kind: 'text', text: string }
+  | { kind: 'value', name: string }
+  | { kind: 'link', name: string }
+  | { kind: 'optional', parts: Part[] }
+
+const TOKEN = /\{(link:)?([a-z][a-z0-9_]*)\}|\[|\]/g
+
+export class TemplateSyntaxError extends Error {
+  override name = 'TemplateSyntaxError'
+}
+
+/** A template parsed once, rendered many times. */
+export class ReplyTemplate {
+  readonly source: string
+  readonly #parts: Part[]
+
+  constructor (source: string) {
+    this.source = source
+    this.#parts = parse(source)
+  }
+
+  /** Names of the values the template needs, outside optional parts. */
+  requiredValues (): string[] {
+    return this.#parts.flatMap((part) => part.kind === 'value' ? [part.name] : [])
+  }
+
+  /** Names of every link the template mentions. */
+  linkNames (): string[] {
+    return collect(this.#parts, 'link')
+  }
+
+  /** Names of every value the template mentions. */
+  valueNames (): string[] {
+    return collect(this.#parts, 'value')
+  }
+
+  /** Names of the links the template needs, outside optional parts. */
+  requiredLinks (): string[] {
+    return this.#parts.flatMap((part) => part.kind === 'link' ? [part.name] : [])
+  }
+
+  /** The reply, or undefined when a value or link it needs is unknown. */
+  render (values: ReadonlyMap<string, string>, links: ReadonlyMap<string, RenderedLink>): RenderedReply | undefined {
+    const used: RenderedLink[] = []
+    const text = renderParts(this.#parts, values, links, used)
+    if (text === undefined) return undefined
+    const unique = used.filter((link, index) => used.findIndex((other) => other.url === link.url) === index)
+    return { text: text.replace(/\s{2,}/g, ' ').trim(), links: unique }
+  }
+}
+
+/** The URL of a link template, or undefined when a value it needs is unknown. Values are URL-encoded. */
+export function renderLinkUrl (template: string, base: string, values: ReadonlyMap<string, string>): string | undefined {
+  let missing = false
+  const url = template.replace(/\{([a-z][a-z0-9_]*)\}/g, (_match, name: string) => {
+    if (name === 'base') return base
+    const value = values.get(name)
+    if (value === undefined) {
+      missing = true
+      return ''
+    }
+    return encodeURIComponent(value)
+  })
+  return missing ? undefined : url
+}
+
+function renderParts (
+  parts: Part[],
+  values: ReadonlyMap<string, string>,
+  links: ReadonlyMap<string, RenderedLink>,
+  used: RenderedLink[]
+): string | undefined {
+  let text = ''
+  for (const part of parts) {
+    switch (part.kind) {
+      case 'text':
+        text += part.text
+        break
+      case 'value': {
+        const value = values.get(part.name)
+        if (value === undefined) return undefined
+        text += value
+        break
+      }
+      case 'link': {
+        const link = links.get(part.name)
+        if (link === undefined) return undefined
+        used.push(link)
+        text += link.url
+        break
+      }
+      case 'optional': {
+        const mark = used.length
+        const optional = renderParts(part.parts, values, links, used)
+        if (optional === undefined) used.length = mark
+        else text += optional
+        break
+      }
+    }
+  }
+  return text
+}
+
+function parse (source: string): Part[] {
+  const root: Part[] = []
+  let current = root
+  let optional: Part[] | undefined
+  let last = 0
+  for (const match of source.matchAll(TOKEN)) {
+    if (match.index > last) current.push({ kind: 'text', text: source.slice(last, match.index) })
+    last = match.index + match[0].length
+    if (match[0] === '[') {
+      if (optional !== undefined) throw new TemplateSyntaxError(`nested "[" in template: ${source}`)
+      optional = []
+      current = optional
+    } else if (match[0] === ']') {
+      if (optional === undefined) throw new TemplateSyntaxError(`"]" without "[" in template: ${source}`)
+      root.push({ kind: 'optional', parts: optional })
+      optional = undefined
+      current = root
+    } else {
+      current.push({ kind: match[1] === undefined ? 'value' : 'link', name: match[2]! })
+    }
+  }
+  if (optional !== undefined) throw new TemplateSyntaxError(`"[" without "]" in template: ${source}`)
+  if (last < source.length) current.push({ kind: 'text', text: source.slice(last) })
+  return root
+}
+
+function collect (parts: Part[], kind: 'value' | 'link'): string[] {
+  return parts.flatMap((part) => part.kind === 'optional' ? collect(part.parts, kind) : part.kind === kind ? [part.name] : [])
+}

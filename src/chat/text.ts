@@ -1,0 +1,136 @@
+/**
+ * English text normalisation shared by training and classification: the same message always becomes the same
+ * tokens. Domain words (synonyms) come from the domain pack; what is here is the language itself.
+ */
+
+/** Placeholders that replace entity values, so "order 48213" and "order #A-99812" read the same to the model. */
+export const ENTITY_TOKENS = {
+  email: 'xemailx',
+  url: 'xurlx',
+  date: 'xdatex',
+  money: 'xmoneyx',
+  orderNumber: 'xordernumx',
+  number: 'xnumx'
+} as const
+
+const ENTITY_PATTERNS: Array<[RegExp, string]> = [
+  [/\bhttps?:\/\/\S+/g, ` ${ENTITY_TOKENS.url} `],
+  [/[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g, ` ${ENTITY_TOKENS.email} `],
+  [/\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b/g, ` ${ENTITY_TOKENS.date} `],
+  [/[$€£]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars?|euros?|pounds?|bucks)\b/g, ` ${ENTITY_TOKENS.money} `],
+  // Codes of letters and at least three digits, "#" and digits, or long digit runs.
+  [/#?\b(?=(?:[a-z-]*\d){3})(?=\d*[a-z-]*[a-z])[a-z0-9]+(?:-[a-z0-9]+)*\b|#\s?\d+\b|\b\d{5,}\b/g, ` ${ENTITY_TOKENS.orderNumber} `],
+  [/\b\d+(?:st|nd|rd|th)?\b/g, ` ${ENTITY_TOKENS.number} `]
+]
+
+/** Contractions and texting shorthand, spelled out. */
+const SHORTHAND: ReadonlyMap<string, string> = new Map(Object.entries({
+  cant: 'can not',
+  cannot: 'can not',
+  wont: 'will not',
+  dont: 'do not',
+  doesnt: 'does not',
+  didnt: 'did not',
+  isnt: 'is not',
+  arent: 'are not',
+  wasnt: 'was not',
+  havent: 'have not',
+  hasnt: 'has not',
+  couldnt: 'could not',
+  wouldnt: 'would not',
+  shouldnt: 'should not',
+  aint: 'is not',
+  im: 'i am',
+  ive: 'i have',
+  id: 'i would',
+  ill: 'i will',
+  youre: 'you are',
+  wanna: 'want to',
+  gonna: 'going to',
+  gotta: 'have to',
+  hafta: 'have to',
+  lemme: 'let me',
+  gimme: 'give me',
+  u: 'you',
+  ya: 'you',
+  yu: 'you',
+  ur: 'your',
+  r: 'are',
+  y: 'why',
+  pls: 'please',
+  plz: 'please',
+  plse: 'please',
+  pleas: 'please',
+  thx: 'thanks',
+  thnx: 'thanks',
+  thanx: 'thanks',
+  ty: 'thanks',
+  tnx: 'thanks',
+  w: 'with',
+  b4: 'before',
+  '2day': 'today',
+  bc: 'because',
+  cuz: 'because',
+  coz: 'because',
+  abt: 'about',
+  acct: 'account',
+  acc: 'account',
+  addr: 'address',
+  pw: 'password',
+  pwd: 'password',
+  pswd: 'password',
+  msg: 'message',
+  info: 'information',
+  asap: 'soon',
+  ppl: 'people',
+  wat: 'what',
+  wut: 'what',
+  whats: 'what is',
+  wheres: 'where is',
+  hows: 'how is',
+  whens: 'when is',
+  thats: 'that is',
+  theres: 'there is',
+  k: 'ok',
+  okay: 'ok'
+}))
+
+const CONTRACTIONS = /\b(can|won)[’']t\b|n[’']t\b|[’'](m|re|ve|ll|d|s)\b/g
+const CONTRACTION_ENDINGS: Record<string, string> = { m: ' am', re: ' are', ve: ' have', ll: ' will', d: ' would', s: '' }
+
+function expandContraction (_match: string, canOrWont: string | undefined, ending: string | undefined): string {
+  if (canOrWont !== undefined) return canOrWont === 'can' ? 'can not' : 'will not'
+  return ending === undefined ? ' not' : CONTRACTION_ENDINGS[ending]!
+}
+
+/**
+ * Lower case, accents removed, entities replaced by placeholders, contractions expanded, censored swearing
+ * ("f***ing") kept as one word; everything else but letters and digits becomes a space.
+ */
+export function normalizeText (text: string): string {
+  let normalized = text.toLowerCase()
+  // Cheap tests first: most messages have no accents, digits, addresses or apostrophes.
+  if (/[^ -~]/.test(normalized)) normalized = normalized.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
+  if (/[\d@:]/.test(normalized)) {
+    for (const [pattern, replacement] of ENTITY_PATTERNS) normalized = normalized.replace(pattern, replacement)
+  }
+  if (/[’']/.test(normalized)) normalized = normalized.replace(CONTRACTIONS, expandContraction)
+  return normalized.replace(/([a-z])[*#@$!%]+([a-z]*)/g, '$1$2').replace(/[^a-z0-9]+/g, ' ').trim()
+}
+
+/** Words of a normalised text, with shorthand spelled out. */
+export function tokenize (normalized: string): string[] {
+  const tokens: string[] = []
+  for (const word of normalized.split(' ')) {
+    if (word.length === 0) continue
+    const expanded = SHORTHAND.get(word)
+    if (expanded === undefined) tokens.push(word)
+    else for (const part of expanded.split(' ')) tokens.push(part)
+  }
+  return tokens
+}
+
+/** Letters repeated for emphasis ("pleeeease", "hiii") reduced to two, as most English doubles are. */
+export function squeezeRepeats (word: string): string {
+  return word.replace(/([a-z])\1{2,}/g, '$1$1')
+}
