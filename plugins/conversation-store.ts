@@ -1,4 +1,5 @@
 import redis from '@fastify/redis'
+import { Redis } from 'ioredis'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { MemoryConversationStore, RedisConversationStore, type ConversationStore } from '../src/chat/conversation-store.ts'
@@ -24,14 +25,28 @@ async function conversationStore (fastify: FastifyInstance, options: Conversatio
     fastify.decorate('conversationStore', new MemoryConversationStore(options))
     return
   }
-  await fastify.register(redis, {
-    url: options.redisUrl,
-    closeClient: true,
+  let connected = false
+  const client = new Redis(options.redisUrl, {
+    lazyConnect: true,
     // Fail fast while Redis is away (the request gets a 503) instead of queueing commands without limit.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    connectTimeout: 5000
+    connectTimeout: 5000,
+    // At start-up a Redis that cannot be reached stops the service; once connected, reconnect for ever.
+    retryStrategy: (attempt) => connected ? Math.min(attempt * 200, 2000) : null
   })
+  // Without a listener ioredis prints each connection error itself; the message alone says enough (no URL, no password).
+  client.on('error', (error: Error) => { fastify.log.warn({ redisError: error.message }, 'Redis connection error') })
+  try {
+    await client.connect()
+  } catch (error) {
+    client.disconnect()
+    // The host only: the URL may carry a password.
+    const { host } = new URL(options.redisUrl)
+    throw new Error(`Redis at ${host} cannot be reached: ${(error as Error).message}`, { cause: error })
+  }
+  connected = true
+  await fastify.register(redis, { client, closeClient: true })
   fastify.decorate('conversationStore', new RedisConversationStore(fastify.redis, { ttlMs: options.ttlMs, keyPrefix: options.redisKeyPrefix }))
 }
 

@@ -18,8 +18,9 @@ async function main (): Promise<void> {
   try {
     app = await buildApp(config)
   } catch (error) {
-    if (!(error instanceof DomainPackError)) throw error
-    process.stderr.write(`${error.message}\n`)
+    // An invalid domain pack or an unreachable Redis: say what, without a stack trace.
+    const message = error instanceof DomainPackError ? error.message : `Start-up failed: ${(error as Error).message}`
+    process.stderr.write(`${message}\n`)
     process.exit(1)
   }
   if (config.generatedDevKey !== undefined) {

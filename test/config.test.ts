@@ -55,7 +55,14 @@ describe('loadConfig', () => {
       logLevel: 'info',
       maxImageBytes: 26_214_400,
       exiftool: { procs: availableParallelism(), taskTimeoutMs: 10_000, maxQueue: 256 },
-      tempRoot: tmpdir()
+      tempRoot: tmpdir(),
+      chat: {
+        supportBaseUrl: 'https://shop.example.com',
+        redisKeyPrefix: 'chat-metadata-api:',
+        conversationTtlMs: 86_400_000,
+        maxConversations: 10_000,
+        historyLimit: 50
+      }
     })
   })
 
@@ -70,7 +77,14 @@ describe('loadConfig', () => {
       EXIFTOOL_PROCS: '3',
       EXIFTOOL_TASK_TIMEOUT_MS: '2500',
       EXIFTOOL_MAX_QUEUE: '32',
-      TMPDIR: '/var/tmp'
+      TMPDIR: '/var/tmp',
+      DOMAIN_FILE: '/etc/shop/domain.yaml',
+      SUPPORT_BASE_URL: 'https://help.example.org/',
+      REDIS_URL: 'redis://cache:6379/2',
+      REDIS_KEY_PREFIX: 'shop:',
+      CONVERSATION_TTL_SECONDS: '3600',
+      CONVERSATION_MAX: '500',
+      CONVERSATION_HISTORY: '20'
     })).toStrictEqual({
       port: 8080,
       host: '127.0.0.1',
@@ -78,7 +92,16 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       maxImageBytes: 1_048_576,
       exiftool: { procs: 3, taskTimeoutMs: 2500, maxQueue: 32 },
-      tempRoot: '/var/tmp'
+      tempRoot: '/var/tmp',
+      chat: {
+        domainFile: '/etc/shop/domain.yaml',
+        supportBaseUrl: 'https://help.example.org',
+        redisUrl: 'redis://cache:6379/2',
+        redisKeyPrefix: 'shop:',
+        conversationTtlMs: 3_600_000,
+        maxConversations: 500,
+        historyLimit: 20
+      }
     })
   })
 
@@ -98,7 +121,13 @@ describe('loadConfig', () => {
     ['EXIFTOOL_TASK_TIMEOUT_MS', 'soon'],
     ['EXIFTOOL_MAX_QUEUE', '0'],
     ['TMPDIR', ''],
-    ['API_KEYS_FILE', '']
+    ['API_KEYS_FILE', ''],
+    ['DOMAIN_FILE', ''],
+    ['SUPPORT_BASE_URL', 'shop.example.com'],
+    ['REDIS_URL', 'localhost:6379'],
+    ['CONVERSATION_TTL_SECONDS', '10'],
+    ['CONVERSATION_MAX', '0'],
+    ['CONVERSATION_HISTORY', '1']
   ])('rejects %s=%j with a message naming it', (variable, value) => {
     expect(configError({ API_KEYS: 'key-1', [variable]: value }).message).toMatch(naming(variable))
   })

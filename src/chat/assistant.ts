@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto'
 import type { DomainIntent, DomainPack, ReplySituation } from '../../schemas/domain-pack.ts'
 import type { Conversation, Fact } from './conversation.ts'
 import { extractEntities } from './entities.ts'
+import { POLICY_VALUES } from './domain-pack.ts'
 import { IntentModel, type IntentScore } from './intent-model.ts'
 import { isIntentName, OUT_OF_SCOPE, SUPPORT_INTENTS, type IntentName, type SupportIntent } from './intents.ts'
 import { returnWindow, utcDate } from './return-window.ts'
@@ -43,15 +45,17 @@ export class SupportAssistant {
   readonly #random: () => number
   readonly #templates = new Map<string, ReplyTemplate>()
   readonly #angerWords: RegExp
+  /** Values and links that are the same in every conversation. */
+  readonly #general: ReadonlySet<string>
 
   constructor (pack: DomainPack, options: AssistantOptions) {
     this.pack = pack
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '')
     this.#random = options.random ?? Math.random
-    const examples = Object.entries(pack.intents).flatMap(([intent, definition]) =>
-      definition.examples.map((text) => ({ text, intent })))
-    this.model = IntentModel.train(examples, { synonyms: pack.understanding.synonyms })
+    this.model = trainedModel(pack)
     const words = pack.understanding.anger_words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    const fixedLinks = Object.entries(pack.links).filter(([, link]) => !/\{(?!base\})/.test(link.url))
+    this.#general = new Set([...POLICY_VALUES, ...fixedLinks.map(([name]) => `link:${name}`)])
     this.#angerWords = new RegExp(`\\b(?:${words.join('|') || '(?!)'})`, 'i')
   }
 
@@ -178,17 +182,23 @@ export class SupportAssistant {
     return rendered
   }
 
-  /** A usable template at random, avoiding the assistant's previous reply so that answers vary. */
+  /**
+   * A usable template at random among those that say the most about this conversation (the order, the customer's
+   * name), avoiding the assistant's previous reply so that answers vary.
+   */
   #tryPick (sources: readonly string[], values: Map<string, string>, links: Map<string, RenderedLink>, conversation: Conversation): { text: string, links: RenderedLink[] } | undefined {
-    const usable = sources.flatMap((source) => {
-      const rendered = this.#template(source).render(values, links)
-      return rendered === undefined ? [] : [rendered]
+    const rendered = sources.flatMap((source) => {
+      const reply = this.#template(source).render(values, links, this.#general)
+      return reply === undefined ? [] : [reply]
     })
-    if (usable.length === 0) return undefined
+    if (rendered.length === 0) return undefined
+    const mostSpecific = Math.max(...rendered.map((reply) => reply.specificity))
+    const usable = rendered.filter((reply) => reply.specificity === mostSpecific)
     const previous = conversation.turns.findLast((turn) => turn.role === 'assistant')?.text
     const fresh = usable.filter((rendered) => rendered.text !== previous)
     const choices = fresh.length > 0 ? fresh : usable
-    return choices[Math.min(choices.length - 1, Math.floor(this.#random() * choices.length))]
+    const choice = choices[Math.min(choices.length - 1, Math.floor(this.#random() * choices.length))]!
+    return { text: choice.text, links: choice.links }
   }
 
   #template (source: string): ReplyTemplate {
@@ -199,6 +209,18 @@ export class SupportAssistant {
     }
     return template
   }
+}
+
+/** The last model trained, by a hash of what it was trained from: apps built again from one pack (tests) train once. */
+let lastTrained: { key: string, model: IntentModel } | undefined
+
+function trainedModel (pack: DomainPack): IntentModel {
+  const examples = Object.entries(pack.intents).flatMap(([intent, definition]) =>
+    definition.examples.map((text) => ({ text, intent })))
+  const synonyms = pack.understanding.synonyms
+  const key = createHash('sha256').update(JSON.stringify([examples, synonyms])).digest('base64')
+  if (lastTrained?.key !== key) lastTrained = { key, model: IntentModel.train(examples, { synonyms }) }
+  return lastTrained.model
 }
 
 function round (value: number): number {

@@ -15,6 +15,8 @@ export interface MemoryStoreOptions {
   ttlMs: number
   /** Conversations kept; the least recently used goes first. */
   maxConversations: number
+  /** The clock TTLs are measured with (tests pass their own). */
+  clock?: { now: () => number }
 }
 
 /** One process's conversations, in memory: the default, for a single replica. */
@@ -22,7 +24,11 @@ export class MemoryConversationStore implements ConversationStore {
   readonly #cache: LRUCache<string, string>
 
   constructor (options: MemoryStoreOptions) {
-    this.#cache = new LRUCache({ max: options.maxConversations, ttl: options.ttlMs, ttlAutopurge: false })
+    this.#cache = new LRUCache({
+      max: options.maxConversations,
+      ttl: options.ttlMs,
+      ...(options.clock === undefined ? {} : { perf: options.clock })
+    })
   }
 
   async load (id: string): Promise<Conversation | undefined> {

@@ -17,6 +17,8 @@ export interface RenderedLink {
 export interface RenderedReply {
   text: string
   links: RenderedLink[]
+  /** How many of the values and links it used are particular to the conversation (not in `general`). */
+  specificity: number
 }
 
 type Part =
@@ -61,13 +63,17 @@ export class ReplyTemplate {
     return this.#parts.flatMap((part) => part.kind === 'link' ? [part.name] : [])
   }
 
-  /** The reply, or undefined when a value or link it needs is unknown. */
-  render (values: ReadonlyMap<string, string>, links: ReadonlyMap<string, RenderedLink>): RenderedReply | undefined {
-    const used: RenderedLink[] = []
+  /**
+   * The reply, or undefined when a value or link it needs is unknown. `general` names the values and links that
+   * say nothing particular to the conversation (policies, fixed pages).
+   */
+  render (values: ReadonlyMap<string, string>, links: ReadonlyMap<string, RenderedLink>, general: ReadonlySet<string> = new Set()): RenderedReply | undefined {
+    const used: Used = { links: [], names: [] }
     const text = renderParts(this.#parts, values, links, used)
     if (text === undefined) return undefined
-    const unique = used.filter((link, index) => used.findIndex((other) => other.url === link.url) === index)
-    return { text: text.replace(/\s{2,}/g, ' ').trim(), links: unique }
+    const unique = used.links.filter((link, index) => used.links.findIndex((other) => other.url === link.url) === index)
+    const specificity = used.names.filter((name) => !general.has(name)).length
+    return { text: text.replace(/\s{2,}/g, ' ').trim(), links: unique, specificity }
   }
 }
 
@@ -86,11 +92,17 @@ export function renderLinkUrl (template: string, base: string, values: ReadonlyM
   return missing ? undefined : url
 }
 
+interface Used {
+  links: RenderedLink[]
+  /** Value names, and link names as `link:<name>`. */
+  names: string[]
+}
+
 function renderParts (
   parts: Part[],
   values: ReadonlyMap<string, string>,
   links: ReadonlyMap<string, RenderedLink>,
-  used: RenderedLink[]
+  used: Used
 ): string | undefined {
   let text = ''
   for (const part of parts) {
@@ -101,21 +113,27 @@ function renderParts (
       case 'value': {
         const value = values.get(part.name)
         if (value === undefined) return undefined
+        used.names.push(part.name)
         text += value
         break
       }
       case 'link': {
         const link = links.get(part.name)
         if (link === undefined) return undefined
-        used.push(link)
+        used.links.push(link)
+        used.names.push(`link:${part.name}`)
         text += link.url
         break
       }
       case 'optional': {
-        const mark = used.length
+        const marks = [used.links.length, used.names.length] as const
         const optional = renderParts(part.parts, values, links, used)
-        if (optional === undefined) used.length = mark
-        else text += optional
+        if (optional === undefined) {
+          used.links.length = marks[0]
+          used.names.length = marks[1]
+        } else {
+          text += optional
+        }
         break
       }
     }
