@@ -95,6 +95,10 @@ function clearerValidationError (error: FastifyError): Error {
   if (issue.instancePath === '/message' && issue.keyword === 'pattern') {
     return new ValidationError('body/message must not be blank')
   }
+  const contextMember = error.validation?.find((candidate) => candidate.keyword === 'anyOf' && candidate.instancePath.startsWith('/context/'))
+  if (contextMember !== undefined) {
+    return new ValidationError(`body${contextMember.instancePath} must be a string, a number or a boolean`)
+  }
   if (issue.instancePath === '/context/purchase_date' && (issue.keyword === 'format' || issue.keyword === 'pattern')) {
     return new ValidationError('body/context/purchase_date must be a real calendar date in the form YYYY-MM-DD')
   }

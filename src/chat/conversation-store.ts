@@ -27,7 +27,7 @@ export class MemoryConversationStore implements ConversationStore {
     this.#cache = new LRUCache({
       max: options.maxConversations,
       ttl: options.ttlMs,
-      ...(options.clock === undefined ? {} : { perf: options.clock })
+      ...(options.clock === undefined ? {} : { perf: options.clock, ttlResolution: 0 })
     })
   }
 

@@ -12,9 +12,9 @@ export interface MessageEntities {
 }
 
 const EMAIL = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/
-const ORDER_AFTER_KEYWORD = /\b(?:order|purchase|invoice|ref(?:erence)?)\s*(?:number|num|no\.?|nr\.?|id|#)?\s*[:#]?\s*(#?[a-z0-9][a-z0-9-]{1,63})\b/i
-const HASH_CODE = /#\s?([a-z0-9][a-z0-9-]{1,63})\b/i
-const CODE = /\b([a-z]{1,6}-?\d{3,}[a-z0-9-]*|\d{3,}-[a-z0-9-]*[a-z][a-z0-9-]*|\d{5,})\b/i
+const ORDER_AFTER_KEYWORD = /\b(?:order|purchase|invoice|ref(?:erence)?)(?![a-z])\s*(?:number|num|no\.?|nr\.?|id|#)?\s*[:#]?\s*(#?[a-z0-9][a-z0-9-]{1,63})\b/gi
+const HASH_CODE = /#\s?([a-z0-9][a-z0-9-]{1,63})\b/gi
+const CODE = /\b([a-z]{1,6}-?\d{3,}[a-z0-9-]*|\d{3,}-[a-z0-9-]*[a-z][a-z0-9-]*|\d{5,})\b/gi
 const BARE_NUMBER = /^\s*(?:it(?:'s| is)\s+|its\s+|number\s+|sure[,\s]+|yes[,\s]+)?#?\s?([a-z0-9][a-z0-9-]{2,63})[\s.!]*$/i
 const ISO_DATE = /\b(\d{4}-\d{2}-\d{2})\b/
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
@@ -43,8 +43,10 @@ export function extractEntities (message: string, expectingOrder = false): Messa
 
 function findOrderId (text: string, expectingOrder: boolean): string | undefined {
   for (const pattern of [ORDER_AFTER_KEYWORD, HASH_CODE, CODE]) {
-    const candidate = pattern.exec(text)?.[1]?.replace(/^#/, '')
-    if (candidate !== undefined && /\d/.test(candidate) && !isYear(candidate)) return candidate.toUpperCase()
+    for (const match of text.matchAll(pattern)) {
+      const candidate = match[1]!.replace(/^#/, '')
+      if (/\d/.test(candidate) && !isYear(candidate)) return candidate.toUpperCase()
+    }
   }
   if (expectingOrder) {
     const candidate = BARE_NUMBER.exec(text)?.[1]

@@ -1,0 +1,147 @@
+import { readFileSync } from 'node:fs'
+import { parse } from 'csv-parse/sync'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { SupportAssistant } from '../src/chat/assistant.ts'
+import type { Conversation } from '../src/chat/conversation.ts'
+import { loadDomainPack } from '../src/chat/domain-pack.ts'
+import { extractEntities } from '../src/chat/entities.ts'
+import { INTENTS, OUT_OF_SCOPE, SUPPORT_INTENTS } from '../src/chat/intents.ts'
+import { returnWindow } from '../src/chat/return-window.ts'
+
+let assistant: SupportAssistant
+
+beforeAll(() => {
+  assistant = new SupportAssistant(loadDomainPack(), { baseUrl: 'https://shop.example.com' })
+})
+
+describe('intent recognition on the project\'s held-out messages', () => {
+  // test/fixtures/intents-heldout.csv was written apart from the training corpus (domain/default.yaml) and is never
+  // trained on; the thresholds are the issue's targets.
+  const rows = parse(readFileSync(new URL('fixtures/intents-heldout.csv', import.meta.url)), { columns: true }) as
+    Array<{ utterance: string, intent: string }>
+
+  it('covers every intent of the catalogue', () => {
+    expect(new Set(rows.map((row) => row.intent))).toEqual(new Set(INTENTS))
+  })
+
+  it('accuracy ≥ 92% and macro recall ≥ 90% over the 27 support intents', () => {
+    const support = rows.filter((row) => (SUPPORT_INTENTS as readonly string[]).includes(row.intent))
+    const predicted = support.map((row) => assistant.classifyIntent(row.utterance).intent)
+    const accuracy = support.filter((row, i) => predicted[i] === row.intent).length / support.length
+    const recalls = SUPPORT_INTENTS.map((intent) => {
+      const of = support.flatMap((row, i) => row.intent === intent ? [predicted[i]] : [])
+      return of.filter((prediction) => prediction === intent).length / of.length
+    })
+    expect(accuracy).toBeGreaterThanOrEqual(0.92)
+    expect(recalls.reduce((sum, recall) => sum + recall, 0) / recalls.length).toBeGreaterThanOrEqual(0.9)
+  })
+
+  it('out_of_scope for ≥ 90% of what a retail desk does not serve', () => {
+    const outOfScope = rows.filter((row) => row.intent === OUT_OF_SCOPE)
+    const caught = outOfScope.filter((row) => assistant.classifyIntent(row.utterance).intent === OUT_OF_SCOPE)
+    expect(caught.length / outOfScope.length).toBeGreaterThanOrEqual(0.9)
+  })
+
+  it.each([
+    ['wheres my stuff?? ordered 2 weeks ago', 'track_order'],
+    ['cancle my ordr pls', 'cancel_order'],
+    ['trackmy package', 'track_order'],
+    ['i forgot my pasword again', 'recover_password'],
+    ['could you ask an agent to give me a call back', 'contact_human_agent'],
+    ['this f***ing site charged my card twice', 'payment_issue'],
+    ['UNSUBSCRIBE ME FROM YOUR EMAILS', 'newsletter_subscription'],
+    ['howdo i get my money back', 'get_refund'],
+    ['invoice pdf', 'get_invoice'],
+    ['do u take paypal', 'check_payment_methods'],
+    ['my wife wants to know how long shipping takes to Canada', 'delivery_period'],
+    ['i moved, need to update the address on my order', 'change_shipping_address'],
+    ['is there a fee if I cancel?', 'check_cancellation_fee'],
+    ['hey', 'greeting'],
+    ['thx a lot', 'thanks'],
+    ['what is 17 times 23', 'out_of_scope'],
+    ['recommend me a good movie tonight', 'out_of_scope']
+  ])('%j → %s', (message, intent) => {
+    expect(assistant.classifyIntent(message).intent).toBe(intent)
+  })
+
+  it('reports a confidence between 0 and 1', () => {
+    for (const row of rows.slice(0, 50)) {
+      const { confidence } = assistant.classifyIntent(row.utterance)
+      expect(confidence).toBeGreaterThanOrEqual(0)
+      expect(confidence).toBeLessThanOrEqual(1)
+    }
+  })
+})
+
+describe('entities in a message', () => {
+  it.each([
+    ['where is order 48213?', { orderId: '48213' }],
+    ['my order #A-99812 never came', { orderId: 'A-99812' }],
+    ['ORD123456 status', { orderId: 'ORD123456' }],
+    ['order number: ab-7781x', { orderId: 'AB-7781X' }],
+    ['send it to jane.doe@mail.com please', { email: 'jane.doe@mail.com' }],
+    ['I bought it on 14 March 2026', { date: '2026-03-14', dateIsPurchase: true }],
+    ['I ordered on 2026-03-14, order 5512', { date: '2026-03-14', dateIsPurchase: true, orderId: '5512' }],
+    ['it arrived broken, see photo from March 3, 2026', { date: '2026-03-03', dateIsPurchase: false }],
+    ['call me on 800 555 0100', {}],
+    ['I paid $49.99 in 2025', {}],
+    ['2026-02-30 is not a day', {}]
+  ])('%j', (message, entities) => {
+    expect(extractEntities(message)).toEqual(entities)
+  })
+
+  it('a bare short code counts as an order number only when one was asked for', () => {
+    expect(extractEntities('4417')).toEqual({})
+    expect(extractEntities("it's 4417", true)).toEqual({ orderId: '4417' })
+    expect(extractEntities('no idea', true)).toEqual({})
+  })
+})
+
+describe('return window', () => {
+  it.each([
+    ['2026-11-01', '2026-11-21', 'inside_window', '2026-12-01', 10],
+    ['2026-10-22', '2026-11-21', 'window_last_day', '2026-11-21', 0],
+    ['2026-10-21', '2026-11-21', 'outside_window', '2026-11-20', -1],
+    ['2026-11-22', '2026-11-21', 'future_purchase', '2026-12-22', 31],
+    ['2024-01-30', '2024-02-29', 'window_last_day', '2024-02-29', 0]
+  ])('bought %s, today %s: %s until %s', (purchase, today, situation, deadline, daysLeft) => {
+    expect(returnWindow(purchase, today, 30)).toMatchObject({ situation, deadline, daysLeft })
+  })
+})
+
+describe('dialogue', () => {
+  function conversation (): Conversation {
+    return { id: 'c', ownerKey: 'k', userId: 'u', createdAt: '', updatedAt: '', facts: {}, misunderstoodInARow: 0, turns: [] }
+  }
+
+  it('never repeats its previous reply when the intent has another one', () => {
+    const c = conversation()
+    const now = new Date('2026-11-21T10:00:00Z')
+    let previous = ''
+    for (let i = 0; i < 6; i++) {
+      const { reply } = assistant.respond(c, 'which payment methods do you accept', {}, now)
+      expect(reply).not.toBe(previous)
+      c.turns.push({ role: 'assistant', text: reply, intent: 'check_payment_methods', timestamp: now.toISOString() })
+      previous = reply
+    }
+  })
+
+  it('states only the policies of the pack', () => {
+    const pack = loadDomainPack()
+    const { reply } = assistant.respond(conversation(), 'what payment options are there', {}, new Date())
+    for (const method of pack.policies.payment_methods) expect(reply).toContain(method)
+  })
+
+  it('a context member cannot override a policy', () => {
+    const { reply } = assistant.respond(conversation(), 'what is your refund policy', { return_window_days: 365 }, new Date())
+    expect(reply).toContain('30')
+    expect(reply).not.toContain('365')
+  })
+
+  it('takes the purchase date from the message when the customer says when they bought', () => {
+    const c = conversation()
+    const { reply } = assistant.respond(c, 'I want a refund for order 7710, I bought it on 2026-11-11', {}, new Date('2026-11-21T12:00:00Z'))
+    expect(c.facts).toMatchObject({ order_id: '7710', purchase_date: '2026-11-11' })
+    expect(reply).toContain('2026-12-11')
+  })
+})
