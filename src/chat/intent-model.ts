@@ -1,6 +1,6 @@
 import { stemmer } from 'stemmer'
 import { SpellingCorrector } from './spelling.ts'
-import { normalizeText, squeezeRepeats, tokenize } from './text.ts'
+import { squeezeRepeats, wordsOf } from './text.ts'
 
 export interface TrainingExample {
   text: string
@@ -46,7 +46,7 @@ export class IntentModel {
   readonly intents: readonly string[]
   readonly #corrector: SpellingCorrector
   readonly #synonyms: ReadonlyMap<string, readonly SynonymPhrase[]>
-  readonly #stems = new Map<string, string>()
+  readonly #words = new Map<string, WordFeatures>()
   readonly #featureIndex: FeatureTable
   readonly #weights: Float32Array
   readonly #bias: Float32Array
@@ -72,7 +72,7 @@ export class IntentModel {
     const synonyms = compileSynonyms(options.synonyms ?? {})
     const frequency = new Map<string, number>()
     for (const example of examples) {
-      for (const word of tokenize(normalizeText(example.text))) frequency.set(word, (frequency.get(word) ?? 0) + 1)
+      for (const word of wordsOf(example.text)) frequency.set(word, (frequency.get(word) ?? 0) + 1)
     }
     for (const [canonical, variants] of Object.entries(options.synonyms ?? {})) {
       for (const word of [canonical, ...variants].flatMap((phrase) => phrase.split(' '))) {
@@ -115,19 +115,22 @@ export class IntentModel {
   /** Probability of each intent, in the order of `intents`. */
   probabilities (text: string): Float64Array {
     const classes = this.intents.length
+    const weights = this.#weights
+    const table = this.#featureIndex
     const scores = Float64Array.from(this.#bias)
     const features = this.#features(text)
     let known = 0
     for (let f = 0; f < features.length; f++) {
-      const index = this.#featureIndex.get(features[f]!)
-      features[f] = index
-      if (index >= 0) known++
+      const row = table.get(features[f]!)
+      features[f] = row
+      if (row >= 0) known++
     }
     const scale = known === 0 ? 0 : 1 / Math.sqrt(known)
-    for (const index of features) {
-      if (index < 0) continue
-      const row = index * classes
-      for (let c = 0; c < classes; c++) scores[c]! += this.#weights[row + c]! * scale
+    for (let f = 0; f < features.length; f++) {
+      const row = features[f]!
+      if (row < 0) continue
+      const offset = row * classes
+      for (let c = 0; c < classes; c++) scores[c]! += weights[offset + c]! * scale
     }
     return softmax(scores)
   }
@@ -135,8 +138,9 @@ export class IntentModel {
   /** The words the model sees for a text: corrected, synonyms mapped, stemmed (exposed for `npm run eval`). */
   words (text: string): string[] {
     const corrected: string[] = []
-    for (const token of tokenize(normalizeText(text))) {
-      for (const word of this.#corrector.correct(squeezeRepeats(token))) corrected.push(word)
+    for (const token of wordsOf(text)) {
+      if (this.#corrector.isKnown(token)) corrected.push(token)
+      else for (const word of this.#corrector.correct(squeezeRepeats(token))) corrected.push(word)
     }
     return this.#applySynonyms(corrected)
   }
@@ -147,31 +151,35 @@ export class IntentModel {
     const words = this.words(text)
     let previous: string | undefined
     for (const word of words) {
-      const stem = this.#stem(word)
-      features.push(hash(FEATURE_SEEDS.word, stem))
-      if (!FUNCTION_WORDS.has(word)) {
+      const { stem, content, hashes } = this.#word(word)
+      for (let h = 0; h < hashes.length; h++) features.push(hashes[h]!)
+      if (content) {
         if (previous !== undefined) features.push(hash(FEATURE_SEEDS.pair, previous, stem))
         previous = stem
-      }
-      if (word.length >= CHAR_GRAM && !word.startsWith('x')) {
-        const padded = ` ${word} `
-        for (let at = 0; at + CHAR_GRAM <= padded.length; at++) {
-          features.push(hashSlice(FEATURE_SEEDS.gram, padded, at, at + CHAR_GRAM))
-        }
       }
     }
     if (words.length === 0) features.push(hash(FEATURE_SEEDS.bias, ''))
     return features
   }
 
-  #stem (word: string): string {
-    let stem = this.#stems.get(word)
-    if (stem === undefined) {
-      stem = stemmer(word)
-      if (this.#stems.size >= 50_000) this.#stems.clear()
-      this.#stems.set(word, stem)
+  /** A word's own features (its stem and character 4-grams), computed once per word. */
+  #word (word: string): WordFeatures {
+    let features = this.#words.get(word)
+    if (features === undefined) {
+      const stem = stemmer(word)
+      const hashes = [hash(FEATURE_SEEDS.word, stem)]
+      if (word.length >= CHAR_GRAM && !word.startsWith('x')) {
+        const padded = ` ${word} `
+        for (let at = 0; at + CHAR_GRAM <= padded.length; at++) {
+          hashes.push(hashSlice(FEATURE_SEEDS.gram, padded, at, at + CHAR_GRAM))
+        }
+      }
+      features = { stem, content: !FUNCTION_WORDS.has(word), hashes: Uint32Array.from(hashes) }
+      // Bounded: a stream of random text must not grow memory without limit.
+      if (this.#words.size >= 50_000) this.#words.clear()
+      this.#words.set(word, features)
     }
-    return stem
+    return features
   }
 
   #applySynonyms (words: string[]): string[] {
@@ -192,6 +200,13 @@ export class IntentModel {
   }
 }
 
+interface WordFeatures {
+  stem: string
+  /** Not a function word: takes part in word pairs. */
+  content: boolean
+  hashes: Uint32Array
+}
+
 interface SynonymPhrase {
   words: readonly string[]
   canonical: string
@@ -202,7 +217,7 @@ function compileSynonyms (synonyms: Readonly<Record<string, readonly string[]>>)
   const byFirstWord = new Map<string, SynonymPhrase[]>()
   for (const [canonical, variants] of Object.entries(synonyms)) {
     for (const variant of variants) {
-      const words = tokenize(normalizeText(variant))
+      const words = wordsOf(variant)
       if (words.length === 0) continue
       const list = byFirstWord.get(words[0]!) ?? []
       list.push({ words, canonical })

@@ -103,26 +103,34 @@ function expandContraction (_match: string, canOrWont: string | undefined, endin
   return ending === undefined ? ' not' : CONTRACTION_ENDINGS[ending]!
 }
 
+const WORD = /[a-z0-9]+/g
+const CENSORED = /([a-z])[*#@$%]+([a-z]*)/g
+
 /**
  * Lower case, accents removed, entities replaced by placeholders, contractions expanded, censored swearing
- * ("f***ing") kept as one word; everything else but letters and digits becomes a space.
+ * ("f***ing") kept as one word; everything else but letters and digits separates words.
  */
-export function normalizeText (text: string): string {
-  let normalized = text.toLowerCase()
-  // Cheap tests first: most messages have no accents, digits, addresses or apostrophes.
-  if (/[^ -~]/.test(normalized)) normalized = normalized.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
-  if (/[\d@:]/.test(normalized)) {
-    for (const [pattern, replacement] of ENTITY_PATTERNS) normalized = normalized.replace(pattern, replacement)
+function prepare (text: string): string {
+  let prepared = text.toLowerCase()
+  // Cheap tests first: most messages have no accents, digits, addresses, apostrophes or asterisks.
+  if (/[^ -~]/.test(prepared)) prepared = prepared.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
+  if (/[\d@:]/.test(prepared)) {
+    for (const [pattern, replacement] of ENTITY_PATTERNS) prepared = prepared.replace(pattern, replacement)
   }
-  if (/[’']/.test(normalized)) normalized = normalized.replace(CONTRACTIONS, expandContraction)
-  return normalized.replace(/([a-z])[*#@$!%]+([a-z]*)/g, '$1$2').replace(/[^a-z0-9]+/g, ' ').trim()
+  if (/[’']/.test(prepared)) prepared = prepared.replace(CONTRACTIONS, expandContraction)
+  if (/[a-z][*#@$%]/.test(prepared)) prepared = prepared.replace(CENSORED, '$1$2')
+  return prepared
 }
 
-/** Words of a normalised text, with shorthand spelled out. */
-export function tokenize (normalized: string): string[] {
+/** The normalised text: its words separated by single spaces. */
+export function normalizeText (text: string): string {
+  return (prepare(text).match(WORD) ?? []).join(' ')
+}
+
+/** The words of a text, normalised, with shorthand spelled out ("u" → "you", "cant" → "can not"). */
+export function wordsOf (text: string): string[] {
   const tokens: string[] = []
-  for (const word of normalized.split(' ')) {
-    if (word.length === 0) continue
+  for (const word of prepare(text).match(WORD) ?? []) {
     const expanded = SHORTHAND.get(word)
     if (expanded === undefined) tokens.push(word)
     else for (const part of expanded.split(' ')) tokens.push(part)
@@ -132,5 +140,7 @@ export function tokenize (normalized: string): string[] {
 
 /** Letters repeated for emphasis ("pleeeease", "hiii") reduced to two, as most English doubles are. */
 export function squeezeRepeats (word: string): string {
-  return word.replace(/([a-z])\1{2,}/g, '$1$1')
+  return TRIPLE_LETTER.test(word) ? word.replace(/([a-z])\1{2,}/g, '$1$1') : word
 }
+
+const TRIPLE_LETTER = /([a-z])\1\1/
