@@ -10,9 +10,10 @@ const SHARED_IDS = new Set<unknown>(sharedSchemas.map((schema) => schema.$id))
 
 /** Error responses say what the status means here; the envelope's `code` says which case it was. */
 const ERROR_RESPONSE_DESCRIPTIONS: Record<string, string> = {
-  400: 'Bad Request: no image, a malformed data URI, or a request that fails validation',
+  400: 'Bad Request: the request fails validation (the message names the field and the rule), or, for metadata, no image or a malformed data URI',
   401: 'Unauthorized: the API key is missing, malformed or unknown',
-  413: 'Payload Too Large: the image is larger than the limit',
+  404: 'Not Found: the conversation is unknown, has expired, or belongs to another API key or user_id',
+  413: 'Payload Too Large: the body, or the image, is larger than the limit',
   415: 'Unsupported Media Type: a Content-Type the operation does not accept, or bytes that are not an image in a supported format',
   422: 'Unprocessable Entity: the image has no metadata; the body still carries what could be read from it',
   500: 'Internal Server Error: the details are in the service log',

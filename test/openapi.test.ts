@@ -57,6 +57,12 @@ function operations (): Array<{ path: string, method: string, operation: Operati
     Object.entries(item).filter(([method]) => HTTP_METHODS.has(method)).map(([method, operation]) => ({ path, method, operation })))
 }
 
+function sendChatMessage (): Operation {
+  const operation = document.paths['/v1/chat/send']?.['post']
+  if (operation === undefined) throw new Error('POST /v1/chat/send is not documented')
+  return operation
+}
+
 function extractMetadata (doc = document): Operation {
   const operation = doc.paths['/v1/metadata']?.['post']
   if (operation === undefined) throw new Error('POST /v1/metadata is not documented')
@@ -114,7 +120,9 @@ describe('GET /openapi.json', () => {
   })
 
   it('documents the operations, but not the /api alias nor itself', () => {
-    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/v1/metadata', '/health/live', '/health/ready']))
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining([
+      '/v1/metadata', '/v1/chat/send', '/v1/chat/conversations/{conversation_id}', '/health/live', '/health/ready'
+    ]))
     expect(Object.keys(document.paths).filter((path) => path.startsWith('/api'))).toEqual([])
     expect(document.paths).not.toHaveProperty(['/openapi.json'])
   })
@@ -152,6 +160,26 @@ describe('GET /openapi.json', () => {
     expect(extractMetadata().security).toBeUndefined()
     expect(document.paths['/health/live']?.['get']?.security).toEqual([])
     expect(document.paths['/health/ready']?.['get']?.security).toEqual([])
+  })
+
+  it('documents sendChatMessage: its body, its reply and its errors', () => {
+    const operation = sendChatMessage()
+    expect(operation.operationId).toBe('sendChatMessage')
+    expect(operation.security).toBeUndefined()
+    expect(operation.requestBody?.content['application/json']?.schema.$ref).toBe('#/components/schemas/ChatRequest')
+    expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '404', '413', '415', '500', '503'])
+    expect(operation.responses['200']?.content?.['application/json']?.schema.$ref).toBe('#/components/schemas/ChatReply')
+    expect(operation.responses['404']?.description).toMatch(/conversation/)
+    const reply = document.components.schemas['ChatReply'] as { required: string[], properties: Record<string, { enum?: string[] }> }
+    expect(reply.required.sort()).toEqual(['confidence', 'conversation_id', 'handoff', 'intent', 'links', 'reply', 'timestamp'])
+    expect(reply.properties['intent']?.enum).toHaveLength(31)
+  })
+
+  it('documents the transcript as getChatTranscript', () => {
+    const operation = document.paths['/v1/chat/conversations/{conversation_id}']?.['get']
+    expect(operation?.operationId).toBe('getChatTranscript')
+    expect(operation?.parameters).toContainEqual(expect.objectContaining({ name: 'conversation_id', in: 'path', required: true }))
+    expect(operation?.responses['200']?.content?.['application/json']?.schema.$ref).toBe('#/components/schemas/ChatTranscript')
   })
 
   it('documents both request bodies of extractMetadata', () => {

@@ -1,0 +1,123 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parse, stringify } from 'yaml'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { checkDomainPack, DEFAULT_DOMAIN_FILE, DomainPackError, loadDomainPack } from '../src/chat/domain-pack.ts'
+import { INTENTS } from '../src/chat/intents.ts'
+import { ReplyTemplate, renderLinkUrl } from '../src/chat/templates.ts'
+import { API_KEY, createTestApp } from './support/app.ts'
+
+let dir: string
+let original: Record<string, any>
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'chat-metadata-api-domain-'))
+  original = parse(await import('node:fs').then(({ readFileSync }) => readFileSync(DEFAULT_DOMAIN_FILE, 'utf8')))
+})
+
+afterAll(async () => { await rm(dir, { recursive: true, force: true }) })
+
+function variant (change: (pack: Record<string, any>) => void): Record<string, any> {
+  const copy = structuredClone(original)
+  change(copy)
+  return copy
+}
+
+describe('the default domain pack', () => {
+  it('is valid and covers every intent of the catalogue', () => {
+    const pack = loadDomainPack()
+    expect(Object.keys(pack.intents).sort()).toEqual([...INTENTS].sort())
+    expect(pack.policies.return_window_days).toBe(30)
+  })
+
+  it('has several reply templates for every intent', () => {
+    for (const [name, intent] of Object.entries(loadDomainPack().intents)) {
+      expect(intent.replies.default.length, name).toBeGreaterThanOrEqual(2)
+    }
+  })
+})
+
+describe('a domain pack that is wrong stops start-up, naming the place', () => {
+  it.each([
+    ['a missing intent', (pack: Record<string, any>) => { delete pack['intents']['track_refund'] }, '/intents/track_refund Expected required property'],
+    ['an intent outside the catalogue', (pack: Record<string, any>) => { pack['intents']['sell_stocks'] = pack['intents']['greeting'] }, '/intents'],
+    ['a policy of the wrong type', (pack: Record<string, any>) => { pack['policies']['return_window_days'] = 'thirty' }, '/policies/return_window_days'],
+    ['a link that is not under {base}', (pack: Record<string, any>) => { pack['links']['contact'].url = 'https://evil.example/contact' }, '/links/contact/url'],
+    ['a reply naming an unknown link', (pack: Record<string, any>) => { pack['intents']['review'].replies.default.push('See {link:nowhere}') }, 'unknown link "nowhere"'],
+    ['an unclosed optional part', (pack: Record<string, any>) => { pack['intents']['review'].replies.default.push('Thanks [{customer_name}') }, '"[" without "]"'],
+    ['an order intent that cannot ask for the order', (pack: Record<string, any>) => { delete pack['intents']['track_order'].replies.ask_order }, '/intents/track_order/replies/ask_order is required'],
+    ['an intent with nothing to say without context', (pack: Record<string, any>) => { pack['intents']['review'].replies.default = ['Thanks {customer_name}!'] }, '/intents/review/replies/default needs a template']
+  ])('%s', (_case, change, message) => {
+    expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(DomainPackError)
+    expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(message)
+  })
+
+  it('a file that is not YAML', async () => {
+    const file = join(dir, 'broken.yaml')
+    await writeFile(file, 'name: [unclosed')
+    expect(() => loadDomainPack(file)).toThrow(/broken\.yaml is not valid YAML or JSON/)
+  })
+
+  it('a file that does not exist', () => {
+    expect(() => loadDomainPack(join(dir, 'missing.json'))).toThrow(/missing\.json cannot be read \(ENOENT\)/)
+  })
+})
+
+describe('DOMAIN_FILE', () => {
+  it('a JSON pack with its own policies changes what the assistant says', async () => {
+    const file = join(dir, 'shop.json')
+    await writeFile(file, JSON.stringify(variant((pack) => {
+      pack['policies']['return_window_days'] = 14
+      pack['policies']['payment_methods'] = ['Visa', 'cash on delivery']
+    })))
+    const t = await createTestApp({
+      chat: { domainFile: file, supportBaseUrl: 'https://help.example.org', redisKeyPrefix: 'x:', conversationTtlMs: 60_000, maxConversations: 10, historyLimit: 10 }
+    })
+    try {
+      const send = async (message: string, context: Record<string, string> = {}): Promise<{ reply: string, links: Array<{ url: string }> }> =>
+        (await t.app.inject({ method: 'POST', url: '/v1/chat/send', headers: { authorization: `Bearer ${API_KEY}` }, payload: { message, user_id: 'u', context } })).json()
+      expect((await send('what payment methods do you accept')).reply).toContain('Visa and cash on delivery')
+      const refund = await send('I want a refund', { order_id: 'Z-1', purchase_date: new Date(Date.now() - 20 * 86_400_000).toISOString().slice(0, 10) })
+      expect(refund.reply).toMatch(/14-day refund window ended/)
+      expect(refund.links.map((link) => link.url)).toContain('https://help.example.org/contact')
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('YAML and JSON forms of one pack are the same pack', async () => {
+    const file = join(dir, 'same.yaml')
+    await writeFile(file, stringify(original))
+    expect(loadDomainPack(file)).toEqual(loadDomainPack())
+  })
+})
+
+describe('reply templates', () => {
+  const links = new Map([['tracking', { label: 'Track', url: 'https://s/orders/A-1/tracking' }]])
+
+  it('fills values and links, and lists the links it used', () => {
+    const template = new ReplyTemplate('Order {order_id}: {link:tracking}')
+    expect(template.render(new Map([['order_id', 'A-1']]), links)).toEqual({
+      text: 'Order A-1: https://s/orders/A-1/tracking',
+      links: [{ label: 'Track', url: 'https://s/orders/A-1/tracking' }],
+      specificity: 2
+    })
+  })
+
+  it('is not used when a required value is unknown', () => {
+    expect(new ReplyTemplate('Order {order_id} is on its way').render(new Map(), links)).toBeUndefined()
+  })
+
+  it('leaves out an optional part whose value is unknown', () => {
+    const template = new ReplyTemplate('Hello[ {customer_name}]!')
+    expect(template.render(new Map(), links)?.text).toBe('Hello!')
+    expect(template.render(new Map([['customer_name', 'Ana']]), links)?.text).toBe('Hello Ana!')
+  })
+
+  it('URL-encodes context values in links', () => {
+    expect(renderLinkUrl('{base}/orders/{order_id}', 'https://s', new Map([['order_id', 'A 1/../x?y']])))
+      .toBe('https://s/orders/A%201%2F..%2Fx%3Fy')
+    expect(renderLinkUrl('{base}/orders/{order_id}', 'https://s', new Map())).toBeUndefined()
+  })
+})
