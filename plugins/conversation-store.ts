@@ -36,14 +36,19 @@ async function conversationStore (fastify: FastifyInstance, options: Conversatio
     retryStrategy: (attempt) => connected ? Math.min(attempt * 200, 2000) : null
   })
   // Without a listener ioredis prints each connection error itself; the message alone says enough (no URL, no password).
-  client.on('error', (error: Error) => { fastify.log.warn({ redisError: error.message }, 'Redis connection error') })
+  let lastError: Error | undefined
+  client.on('error', (error: Error) => {
+    lastError = error
+    if (connected) fastify.log.warn({ redisError: error.message }, 'Redis connection error')
+  })
   try {
     await client.connect()
   } catch (error) {
     client.disconnect()
     // The host only: the URL may carry a password.
     const { host } = new URL(options.redisUrl)
-    throw new Error(`Redis at ${host} cannot be reached: ${(error as Error).message}`, { cause: error })
+    // ioredis rejects with "Connection is closed"; the socket's own error says why.
+    throw new Error(`Redis at ${host} cannot be reached: ${(lastError ?? error as Error).message}`, { cause: error })
   }
   connected = true
   await fastify.register(redis, { client, closeClient: true })

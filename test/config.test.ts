@@ -219,4 +219,15 @@ describe('start-up with a bad configuration', () => {
     expect(stderr.trim().split('\n')).toHaveLength(1)
     expect(stdout).toBe('')
   })
+
+  it.each<{ name: string, env: Record<string, string>, message: RegExp }>([
+    { name: 'a DOMAIN_FILE that does not exist', env: { DOMAIN_FILE: '/nonexistent/domain.yaml' }, message: /^Domain pack \/nonexistent\/domain\.yaml cannot be read \(ENOENT\)$/ },
+    { name: 'a REDIS_URL nothing answers at', env: { REDIS_URL: 'redis://:secret-pass@127.0.0.1:1' }, message: /^Start-up failed: Redis at 127\.0\.0\.1:1 cannot be reached: .*ECONNREFUSED/ }
+  ])('exits 1 on $name, saying so in one line', async ({ env, message }) => {
+    const { exitCode, stderr } = await startServer({ API_KEYS: 'key-1', LOG_LEVEL: 'silent', ...env })
+    expect(exitCode).toBe(1)
+    expect(stderr.trim()).toMatch(message)
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+    expect(stderr).not.toContain('secret-pass')
+  })
 })
