@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { createRequire } from 'node:module'
+import { timeClassification } from '../scripts/classification-timing.ts'
 
 const SERVER_FLAG = '--bench-server'
 const CONNECTIONS = 8
@@ -96,17 +97,8 @@ async function measureUnderstanding (): Promise<{ trainingMs: number, medianUs: 
   const trainingMs = performance.now() - start
   const rows = parse(readFileSync(new URL('../test/fixtures/intents-heldout.csv', import.meta.url)), { columns: true }) as Array<{ utterance: string }>
   const messages = rows.map((row) => row.utterance)
-  for (const message of messages) assistant.classifyIntent(message)
-  const samples: number[] = []
-  for (let pass = 0; pass < 5; pass++) {
-    for (const message of messages) {
-      const begin = process.hrtime.bigint()
-      assistant.classifyIntent(message)
-      samples.push(Number(process.hrtime.bigint() - begin) / 1000)
-    }
-  }
-  samples.sort((a, b) => a - b)
-  return { trainingMs, medianUs: samples[Math.floor(samples.length / 2)]!, p99Us: samples[Math.floor(samples.length * 0.99)]!, messages: messages.length }
+  const timing = timeClassification((message) => assistant.classifyIntent(message), messages, 5)
+  return { trainingMs, medianUs: timing.median, p99Us: timing.p99, messages: messages.length }
 }
 
 interface HttpResult { requestsPerSecond: number, p50Ms: number, p99Ms: number, non2xx: number, errors: number }

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs'
 import { parse } from 'csv-parse/sync'
 import { SupportAssistant } from '../src/chat/assistant.ts'
 import { DEFAULT_DOMAIN_FILE, loadDomainPack } from '../src/chat/domain-pack.ts'
+import { timeClassification } from './classification-timing.ts'
 
 interface Row {
   utterance: string
@@ -27,7 +28,7 @@ const assistant = new SupportAssistant(pack, { baseUrl: 'https://shop.example.co
 const trainingMs = performance.now() - trainingStart
 
 const predictions = rows.map((row) => assistant.classifyIntent(row.utterance).intent as string)
-const microseconds = timePerMessage(rows.map((row) => row.utterance))
+const microseconds = timeClassification((message) => assistant.classifyIntent(message), rows.map((row) => row.utterance))
 
 const labels = [...new Set(rows.map((row) => row.intent))].sort()
 const perIntent = labels.map((intent) => {
@@ -72,19 +73,4 @@ function readRows (path: string): Row[] {
     process.exit(2)
   }
   return records.map((record) => ({ utterance: record['utterance'] ?? '', intent: record['intent'] ?? '' }))
-}
-
-/** Each message timed on its own, after a warm-up pass; the median and 99th percentile over three passes. */
-function timePerMessage (messages: string[]): { median: number, p99: number } {
-  for (const message of messages) assistant.classifyIntent(message)
-  const samples: number[] = []
-  for (let pass = 0; pass < 3; pass++) {
-    for (const message of messages) {
-      const start = process.hrtime.bigint()
-      assistant.classifyIntent(message)
-      samples.push(Number(process.hrtime.bigint() - start) / 1000)
-    }
-  }
-  samples.sort((a, b) => a - b)
-  return { median: samples[Math.floor(samples.length / 2)]!, p99: samples[Math.floor(samples.length * 0.99)]! }
 }

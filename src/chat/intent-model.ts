@@ -168,13 +168,14 @@ export class IntentModel {
     if (features === undefined) {
       const stem = stemmer(word)
       const hashes = [hash(FEATURE_SEEDS.word, stem)]
-      if (word.length >= CHAR_GRAM && !word.startsWith('x')) {
+      const content = !FUNCTION_WORDS.has(word)
+      if (content && word.length >= CHAR_GRAM && !word.startsWith('x')) {
         const padded = ` ${word} `
         for (let at = 0; at + CHAR_GRAM <= padded.length; at++) {
           hashes.push(hashSlice(FEATURE_SEEDS.gram, padded, at, at + CHAR_GRAM))
         }
       }
-      features = { stem, content: !FUNCTION_WORDS.has(word), hashes: Uint32Array.from(hashes) }
+      features = { stem, content, hashes: Uint32Array.from(hashes) }
       // Bounded: a stream of random text must not grow memory without limit.
       if (this.#words.size >= 50_000) this.#words.clear()
       this.#words.set(word, features)

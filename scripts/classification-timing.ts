@@ -1,0 +1,21 @@
+/** Per-message classification time, as `npm run eval` and `npm run bench:chat` report it. */
+export interface ClassificationTiming {
+  /** Microseconds. */
+  median: number
+  p99: number
+}
+
+/** Each message timed on its own, after a warm-up pass; the median and 99th percentile over `passes` passes. */
+export function timeClassification (classify: (message: string) => unknown, messages: readonly string[], passes = 3): ClassificationTiming {
+  for (const message of messages) classify(message)
+  const samples: number[] = []
+  for (let pass = 0; pass < passes; pass++) {
+    for (const message of messages) {
+      const start = process.hrtime.bigint()
+      classify(message)
+      samples.push(Number(process.hrtime.bigint() - start) / 1000)
+    }
+  }
+  samples.sort((a, b) => a - b)
+  return { median: samples[Math.floor(samples.length / 2)]!, p99: samples[Math.floor(samples.length * 0.99)]! }
+}
