@@ -21,17 +21,6 @@ export const POLICY_VALUES = [
   'contact_chat'
 ] as const
 
-/** Values the conversation may know; templates that need them are used only when they are known. */
-export const CONVERSATION_VALUES = [
-  'order_id',
-  'purchase_date',
-  'return_deadline',
-  'days_left',
-  'days_since_purchase',
-  'email',
-  'today'
-] as const
-
 export class DomainPackError extends Error {
   override name = 'DomainPackError'
 }

@@ -1,6 +1,6 @@
 import { stemmer } from 'stemmer'
 import { SpellingCorrector } from './spelling.ts'
-import { squeezeRepeats, wordsOf } from './text.ts'
+import { wordsOf } from './text.ts'
 
 export interface TrainingExample {
   text: string
@@ -135,12 +135,11 @@ export class IntentModel {
     return softmax(scores)
   }
 
-  /** The words the model sees for a text: corrected, synonyms mapped, stemmed (exposed for `npm run eval`). */
+  /** The words the model sees for a text, spelling corrected and synonyms mapped, before stemming. */
   words (text: string): string[] {
     const corrected: string[] = []
     for (const token of wordsOf(text)) {
-      if (this.#corrector.isKnown(token)) corrected.push(token)
-      else for (const word of this.#corrector.correct(squeezeRepeats(token))) corrected.push(word)
+      for (const word of this.#corrector.correct(token)) corrected.push(word)
     }
     return this.#applySynonyms(corrected)
   }

@@ -1,7 +1,10 @@
+import { squeezeRepeats } from './text.ts'
+
 /**
  * Corrects words the training corpus never used: one edit away from a known word (symmetric deletes, which also
  * cover a swap of neighbouring letters), or two known words written together ("trackmy" → "track my").
- * The most frequent candidate wins; words of fewer than four letters are left alone.
+ * Letters repeated for emphasis are reduced first ("pleeease"). The most frequent candidate wins; words of fewer than
+ * four letters are left alone.
  */
 export class SpellingCorrector {
   readonly #frequency: ReadonlyMap<string, number>
@@ -17,16 +20,13 @@ export class SpellingCorrector {
     }
   }
 
-  isKnown (word: string): boolean {
-    return this.#frequency.has(word)
-  }
-
   /** The known word(s) `word` most likely stands for, or `word` itself. */
   correct (word: string): readonly string[] {
     if (word.length < 4 || this.#frequency.has(word) || /\d/.test(word)) return [word]
     const cached = this.#cache.get(word)
     if (cached !== undefined) return cached
-    const corrected = this.#closest(word) ?? this.#split(word) ?? [word]
+    const squeezed = squeezeRepeats(word)
+    const corrected = this.#frequency.has(squeezed) ? [squeezed] : this.#closest(squeezed) ?? this.#split(squeezed) ?? [squeezed]
     // Bounded: unseen words are few, but a stream of random text must not grow memory without limit.
     if (this.#cache.size >= 20_000) this.#cache.clear()
     this.#cache.set(word, corrected)

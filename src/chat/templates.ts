@@ -53,11 +53,6 @@ export class ReplyTemplate {
     return collect(this.#parts, 'link')
   }
 
-  /** Names of every value the template mentions. */
-  valueNames (): string[] {
-    return collect(this.#parts, 'value')
-  }
-
   /** Names of the links the template needs, outside optional parts. */
   requiredLinks (): string[] {
     return this.#parts.flatMap((part) => part.kind === 'link' ? [part.name] : [])
