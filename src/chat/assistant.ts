@@ -6,7 +6,7 @@ import { POLICY_VALUES } from './domain-pack.ts'
 import { IntentModel, type IntentScore } from './intent-model.ts'
 import { isIntentName, OUT_OF_SCOPE, SUPPORT_INTENTS, type IntentName, type SupportIntent } from './intents.ts'
 import { returnWindow, utcDate } from './return-window.ts'
-import { ReplyTemplate, renderLinkUrl, type RenderedLink } from './templates.ts'
+import { linkValueNames, ReplyTemplate, renderLinkUrl, type RenderedLink } from './templates.ts'
 
 export interface AssistantOptions {
   /** SUPPORT_BASE_URL: the `{base}` of every link, without a trailing slash. */
@@ -54,7 +54,7 @@ export class SupportAssistant {
     this.#random = options.random ?? Math.random
     this.model = trainedModel(pack)
     const words = pack.understanding.anger_words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    const fixedLinks = Object.entries(pack.links).filter(([, link]) => !/\{(?!base\})/.test(link.url))
+    const fixedLinks = Object.entries(pack.links).filter(([, link]) => linkValueNames(link.url).length === 0)
     this.#general = new Set([...POLICY_VALUES, ...fixedLinks.map(([name]) => `link:${name}`)])
     this.#angerWords = new RegExp(`\\b(?:${words.join('|') || '(?!)'})`, 'i')
   }

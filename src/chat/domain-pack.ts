@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { Value } from '@sinclair/typebox/value'
 import { parse as parseYaml } from 'yaml'
 import { DomainPack, type IntentReplies } from '../../schemas/domain-pack.ts'
-import { ReplyTemplate, TemplateSyntaxError } from './templates.ts'
+import { linkValueNames, ReplyTemplate, TemplateSyntaxError } from './templates.ts'
 
 /** The pack that ships with the service (README: "The domain pack"). */
 export const DEFAULT_DOMAIN_FILE = new URL('../../domain/default.yaml', import.meta.url).pathname
@@ -54,6 +54,7 @@ export function checkDomainPack (data: unknown, source = 'domain pack'): DomainP
   const problems: string[] = []
   for (const [name, intent] of Object.entries(pack.intents)) {
     const where = `/intents/${name}/replies`
+    const parsed = new Map<string, ReplyTemplate>()
     for (const [situation, sources] of Object.entries(intent.replies as IntentReplies)) {
       for (const [index, source] of (sources ?? []).entries()) {
         let template: ReplyTemplate
@@ -64,6 +65,7 @@ export function checkDomainPack (data: unknown, source = 'domain pack'): DomainP
           problems.push(`${where}/${situation}/${index}: ${error.message}`)
           continue
         }
+        parsed.set(source, template)
         for (const link of template.linkNames()) {
           if (pack.links[link] === undefined) problems.push(`${where}/${situation}/${index}: unknown link "${link}"`)
         }
@@ -71,12 +73,12 @@ export function checkDomainPack (data: unknown, source = 'domain pack'): DomainP
     }
     // Whatever the context lacks, the intent must still have something to say (an intent that needs an order
     // only replies once it has one).
-    const known = new Set<string>([...POLICY_VALUES, 'base', ...(intent.needs_order === true ? ['order_id'] : [])])
+    const known = new Set<string>([...POLICY_VALUES, ...(intent.needs_order === true ? ['order_id'] : [])])
     const unconditional = intent.replies.default.some((source) => {
-      const template = safeTemplate(source)
+      const template = parsed.get(source)
       return template !== undefined &&
         template.requiredValues().every((value) => known.has(value)) &&
-        template.requiredLinks().every((link) => linkValues(pack.links[link]?.url ?? '').every((value) => known.has(value)))
+        template.requiredLinks().every((link) => linkValueNames(pack.links[link]?.url ?? '').every((value) => known.has(value)))
     })
     if (!unconditional) {
       problems.push(`${where}/default needs a template that uses only policy values and links without context values`)
@@ -87,16 +89,4 @@ export function checkDomainPack (data: unknown, source = 'domain pack'): DomainP
   }
   if (problems.length > 0) throw new DomainPackError(`Domain pack ${source} is invalid: ${problems.slice(0, 5).join('; ')}`)
   return pack
-}
-
-function linkValues (url: string): string[] {
-  return [...url.matchAll(/\{([a-z][a-z0-9_]*)\}/g)].map((match) => match[1]!)
-}
-
-function safeTemplate (source: string): ReplyTemplate | undefined {
-  try {
-    return new ReplyTemplate(source)
-  } catch {
-    return undefined
-  }
 }

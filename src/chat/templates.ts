@@ -72,10 +72,17 @@ export class ReplyTemplate {
   }
 }
 
+const LINK_VALUE = /\{([a-z][a-z0-9_]*)\}/g
+
+/** The values a link template needs besides `{base}`: none for a fixed page, `order_id` for an order's page. */
+export function linkValueNames (template: string): string[] {
+  return [...template.matchAll(LINK_VALUE)].map((match) => match[1]!).filter((name) => name !== 'base')
+}
+
 /** The URL of a link template, or undefined when a value it needs is unknown. Values are URL-encoded. */
 export function renderLinkUrl (template: string, base: string, values: ReadonlyMap<string, string>): string | undefined {
   let missing = false
-  const url = template.replace(/\{([a-z][a-z0-9_]*)\}/g, (_match, name: string) => {
+  const url = template.replace(LINK_VALUE, (_match, name: string) => {
     if (name === 'base') return base
     const value = values.get(name)
     if (value === undefined) {
