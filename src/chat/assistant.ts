@@ -47,12 +47,15 @@ export class SupportAssistant {
   readonly #angerWords: RegExp
   /** Values and links that are the same in every conversation. */
   readonly #general: ReadonlySet<string>
+  /** The policies as template values, formatted once. */
+  readonly #policyValues: ReadonlyMap<string, string>
 
   constructor (pack: DomainPack, options: AssistantOptions) {
     this.pack = pack
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '')
     this.#random = options.random ?? Math.random
     this.model = trainedModel(pack)
+    this.#policyValues = policyValues(pack)
     const words = pack.understanding.anger_words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
     const fixedLinks = Object.entries(pack.links).filter(([, link]) => linkValueNames(link.url).length === 0)
     this.#general = new Set([...POLICY_VALUES, ...fixedLinks.map(([name]) => `link:${name}`)])
@@ -136,33 +139,22 @@ export class SupportAssistant {
     return shouting || ANGRY_PUNCTUATION.test(message) || this.#angerWords.test(message)
   }
 
-  /** Every value a template may use: policies, then what the conversation knows, then what follows from it. */
+  /** Every value a template may use: what the conversation knows, what follows from it, then the policies. */
   #values (facts: Record<string, Fact>, now: Date): Map<string, string> {
-    const { policies } = this.pack
     const values = new Map<string, string>()
     for (const [name, fact] of Object.entries(facts)) values.set(name, String(fact))
     const today = utcDate(now)
     values.set('today', today)
     const purchaseDate = facts['purchase_date']
     if (typeof purchaseDate === 'string') {
-      const window = returnWindow(purchaseDate, today, policies.return_window_days)
+      const window = returnWindow(purchaseDate, today, this.pack.policies.return_window_days)
       values.set('return_deadline', window.deadline)
       values.set('days_left', plural(window.daysLeft, 'day'))
       values.set('days_since_purchase', plural(window.daysSincePurchase, 'day'))
     }
     // Policies last: a context member cannot change what the shop's policy says.
-    values.set('shop_name', this.pack.name)
-    values.set('return_window_days', String(policies.return_window_days))
-    values.set('refund_processing_days', String(policies.refund_processing_days))
-    values.set('cancellation_fee_rules', policies.cancellation_fee_rules.join(' '))
-    values.set('delivery_options', listOf(policies.delivery_options.map((option) =>
-      `${option.name} (${option.period}, ${option.price})`)))
-    values.set('payment_methods', listOf(policies.payment_methods))
-    values.set('contact_phone', policies.contact.phone)
-    values.set('contact_email', policies.contact.email)
-    values.set('contact_hours', policies.contact.hours)
-    if (policies.contact.chat === undefined) values.delete('contact_chat')
-    else values.set('contact_chat', policies.contact.chat)
+    for (const name of POLICY_VALUES) values.delete(name)
+    for (const [name, value] of this.#policyValues) values.set(name, value)
     return values
   }
 
@@ -221,6 +213,23 @@ function trainedModel (pack: DomainPack): IntentModel {
   const key = createHash('sha256').update(JSON.stringify([examples, synonyms])).digest('base64')
   if (lastTrained?.key !== key) lastTrained = { key, model: IntentModel.train(examples, { synonyms }) }
   return lastTrained.model
+}
+
+function policyValues (pack: DomainPack): Map<string, string> {
+  const { policies } = pack
+  const values = new Map<string, string>([
+    ['shop_name', pack.name],
+    ['return_window_days', String(policies.return_window_days)],
+    ['refund_processing_days', String(policies.refund_processing_days)],
+    ['cancellation_fee_rules', policies.cancellation_fee_rules.join(' ')],
+    ['delivery_options', listOf(policies.delivery_options.map((option) => `${option.name} (${option.period}, ${option.price})`))],
+    ['payment_methods', listOf(policies.payment_methods)],
+    ['contact_phone', policies.contact.phone],
+    ['contact_email', policies.contact.email],
+    ['contact_hours', policies.contact.hours]
+  ])
+  if (policies.contact.chat !== undefined) values.set('contact_chat', policies.contact.chat)
+  return values
 }
 
 function round (value: number): number {
