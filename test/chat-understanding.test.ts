@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { SupportAssistant } from '../src/chat/assistant.ts'
 import type { Conversation } from '../src/chat/conversation.ts'
 import { loadDomainPack } from '../src/chat/domain-pack.ts'
-import { extractEntities } from '../src/chat/entities.ts'
+import { extractEntities, recogniseEntities } from '../src/chat/entities.ts'
 import { INTENTS, OUT_OF_SCOPE, SUPPORT_INTENTS } from '../src/chat/intents.ts'
 import { returnWindow } from '../src/chat/return-window.ts'
 
@@ -88,6 +88,18 @@ describe('entities in a message', () => {
     ['2026-02-30 is not a day', {}]
   ])('%j', (message, entities) => {
     expect(extractEntities(message)).toEqual(entities)
+  })
+
+  it.each([
+    ['order no. 5512 please', [['order_number', '5512']]],
+    ['# A-99812', [['order_number', 'A-99812']]],
+    ['paid $49.99 and 20 euros on 2026-03-14', [['money', '$49.99'], ['money', '20 euros'], ['date', '2026-03-14']]],
+    ['call 800 555 0100 or mail jo@x.org', [['number', '800'], ['number', '555'], ['number', '0100'], ['email', 'jo@x.org']]],
+    ['see https://shop.example.com/a.', [['url', 'https://shop.example.com/a']]],
+    ['the 2nd of 3, 128gb, covid-19', [['number', '2nd'], ['number', '3']]],
+    ['order 2026 of 12 items', [['number', '2026'], ['number', '12']]]
+  ])('recognises the entities of %j', (message, expected) => {
+    expect(recogniseEntities(message).map((span) => [span.kind, span.value])).toEqual(expected)
   })
 
   it('a bare short code counts as an order number only when one was asked for', () => {

@@ -1,5 +1,22 @@
 import { isCalendarDate } from './return-window.ts'
 
+/**
+ * The one entity recogniser: the intent model reads its spans as placeholders ("order xordernumx"), the dialogue reads
+ * their values. Every pattern on the message runs in linear time whatever the input: no two unbounded quantifiers over
+ * the same characters meet, and what has to look further is bounded (an e-mail's local part, a code's length). Tokens
+ * are classified in code, not by more patterns.
+ */
+export type EntityKind = 'url' | 'email' | 'date' | 'money' | 'order_number' | 'number'
+
+export interface EntitySpan {
+  kind: EntityKind
+  /** Offsets in the text the spans were found in. */
+  start: number
+  end: number
+  /** The entity as written; for an order number, without its "#". */
+  value: string
+}
+
 /** What a message says besides its intent. */
 export interface MessageEntities {
   /** An order number: after "order"/"#", or a code of letters and digits, or a long run of digits. */
@@ -11,57 +28,186 @@ export interface MessageEntities {
   dateIsPurchase?: boolean
 }
 
-const EMAIL = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/
-const ORDER_AFTER_KEYWORD = /\b(?:order|purchase|invoice|ref(?:erence)?)(?![a-z])\s*(?:number|num|no\.?|nr\.?|id|#)?\s*[:#]?\s*(#?[a-z0-9][a-z0-9-]{1,63})\b/gi
-const HASH_CODE = /#\s?([a-z0-9][a-z0-9-]{1,63})\b/gi
-const CODE = /\b([a-z]{1,6}-?\d{3,}[a-z0-9-]*|\d{3,}-[a-z0-9-]*[a-z][a-z0-9-]*|\d{5,})\b/gi
-const BARE_NUMBER = /^\s*(?:it(?:'s| is)\s+|its\s+|number\s+|sure[,\s]+|yes[,\s]+)?#?\s?([a-z0-9][a-z0-9-]{2,63})[\s.!]*$/i
-const ISO_DATE = /\b(\d{4}-\d{2}-\d{2})\b/
+/**
+ * One token at a time: a URL (`\S+` with nothing after it), an e-mail (bounded parts), an amount after a currency
+ * sign (bounded), "#", or a run of letters and digits joined by single "-", "/" or "." (the joiners are not in the
+ * runs, so a run splits one way only).
+ */
+const TOKEN = /(https?:\/\/\S+)|([\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})|([$€£]\s?\d[\d,]{0,15}(?:\.\d{1,2})?)|(#)|([\p{L}\p{N}]+(?:[-/.][\p{L}\p{N}]+)*)/gu
+
+/** Longest token read as a code or a number; longer runs are words (or noise). */
+const MAX_CODE_LENGTH = 64
+const ORDER_KEYWORDS = new Set(['order', 'purchase', 'invoice', 'ref', 'reference'])
+/** Words between an order keyword and its number: "order number: 123", "order no. 123", "order # 123". */
+const ORDER_NUMBER_LABELS = new Set(['number', 'num', 'no', 'nr', 'id', 'is', '#'])
+/** Words around a bare code that answers "what is the order number?": "it's 4417", "sure, A-12". */
+const ANSWER_FILLERS = new Set(['it', 'its', 's', 'is', 'number', 'sure', 'yes', 'ok', 'okay', 'here', 'my', 'the', 'order', 'no', 'nr', 'num', 'id', '#'])
+const CURRENCY_WORDS = new Set(['usd', 'eur', 'gbp', 'dollar', 'dollars', 'euro', 'euros', 'pound', 'pounds', 'bucks'])
+
+const ISO_DATE = /^\d{4}-\d{1,2}-\d{1,2}$/
+const NUMERIC_DATE = /^\d{1,2}[/.]\d{1,2}(?:[/.]\d{2,4})?$/
+const ORDINAL = /^\d{1,9}(?:st|nd|rd|th)?$/i
+const DIGITS = /^\d+$/
+const YEAR = /^(?:19|20)\d{2}$/
+const GROUPED_NUMBER = /^\d{1,9}(?:[.,-]\d{1,9}){1,6}$/
+/** Letters then at least three digits, then anything code-like: ORD123456, A-10042, ab-7781x. */
+const LETTERS_THEN_DIGITS = /^[a-z]{1,6}-?\d{3}[a-z0-9-]*$/i
+/** At least three digits, a dash, then a part with a letter: 4417-B. */
+const DIGITS_DASH = /^\d{3,12}-[a-z0-9-]+$/i
+const HAS_LETTER = /[a-z]/i
+const HAS_DIGIT = /\d/
+
+interface Token {
+  kind: 'url' | 'email' | 'money' | 'hash' | 'word'
+  text: string
+  start: number
+  end: number
+}
+
+function tokenize (text: string): Token[] {
+  const tokens: Token[] = []
+  for (const match of text.matchAll(TOKEN)) {
+    const kind = match[1] !== undefined ? 'url' : match[2] !== undefined ? 'email' : match[3] !== undefined ? 'money' : match[4] !== undefined ? 'hash' : 'word'
+    tokens.push({ kind, text: match[0], start: match.index, end: match.index + match[0].length })
+  }
+  return tokens
+}
+
+/** The entities of a text, left to right, not overlapping. */
+export function recogniseEntities (text: string): EntitySpan[] {
+  const tokens = tokenize(text)
+  const spans: EntitySpan[] = []
+  const span = (kind: EntityKind, from: Token, to: Token, value: string): void => {
+    spans.push({ kind, start: from.start, end: to.end, value })
+  }
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!
+    const next = tokens[i + 1]
+    switch (token.kind) {
+      case 'url':
+        span('url', token, token, token.text.replace(/[.,;:!?)\]}'"]+$/, ''))
+        continue
+      case 'email':
+        span('email', token, token, token.text)
+        continue
+      case 'money':
+        span('money', token, token, token.text)
+        continue
+      case 'hash':
+        if (next?.kind === 'word' && next.start - token.end <= 1 && isCodeLike(next.text, 2)) {
+          span('order_number', token, next, next.text)
+          i++
+        }
+        continue
+      case 'word':
+        break
+    }
+    const word = token.text
+    const lower = word.toLowerCase()
+    if (ORDER_KEYWORDS.has(lower)) {
+      const number = numberAfterKeyword(tokens, i)
+      if (number !== undefined) {
+        const candidate = tokens[number]!
+        span('order_number', tokens[number - 1]?.kind === 'hash' ? tokens[number - 1]! : candidate, candidate, candidate.text)
+        i = number
+      }
+      continue
+    }
+    if (word.length > MAX_CODE_LENGTH || !HAS_DIGIT.test(word)) continue
+    if (ISO_DATE.test(word) || NUMERIC_DATE.test(word)) {
+      span('date', token, token, word)
+    } else if (isOrderCode(word)) {
+      span('order_number', token, token, word)
+    } else if ((DIGITS.test(word) || GROUPED_NUMBER.test(word)) && next?.kind === 'word' && CURRENCY_WORDS.has(next.text.toLowerCase())) {
+      span('money', token, next, `${word} ${next.text}`)
+      i++
+    } else if (ORDINAL.test(word) || GROUPED_NUMBER.test(word)) {
+      span('number', token, token, word)
+    }
+  }
+  return spans
+}
+
+/** The index of the order number after the keyword at `at` ("order no. 5512"), if there is one. */
+function numberAfterKeyword (tokens: readonly Token[], at: number): number | undefined {
+  for (let i = at + 1; i < tokens.length && i <= at + 3; i++) {
+    const token = tokens[i]!
+    if (token.kind === 'hash' || (token.kind === 'word' && ORDER_NUMBER_LABELS.has(token.text.toLowerCase()))) continue
+    return token.kind === 'word' && isCodeLike(token.text, 3) ? i : undefined
+  }
+  return undefined
+}
+
+/** A code as an order number may be written after "order" or "#": letters, digits and dashes, with a digit. */
+function isCodeLike (word: string, minLength: number): boolean {
+  return word.length >= minLength && word.length <= MAX_CODE_LENGTH && HAS_DIGIT.test(word) &&
+    !word.includes('/') && !word.includes('.') && !YEAR.test(word) && !ISO_DATE.test(word)
+}
+
+/** An order number without a keyword: a code of letters and at least three digits, or five digits or more. */
+function isOrderCode (word: string): boolean {
+  if (DIGITS.test(word)) return word.length >= 5
+  return LETTERS_THEN_DIGITS.test(word) || (DIGITS_DASH.test(word) && HAS_LETTER.test(word))
+}
+
+/** The text with each entity replaced by ` <placeholder> ` (`placeholders` names one per kind). */
+export function replaceEntities (text: string, spans: readonly EntitySpan[], placeholders: Readonly<Record<EntityKind, string>>): string {
+  if (spans.length === 0) return text
+  let replaced = ''
+  let last = 0
+  for (const span of spans) {
+    replaced += `${text.slice(last, span.start)} ${placeholders[span.kind]} `
+    last = span.end
+  }
+  return replaced + text.slice(last)
+}
+
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
-const DAY_MONTH_YEAR = /\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+(\d{4})\b/i
-const MONTH_DAY_YEAR = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b/i
+const DAY_MONTH_YEAR = /\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,7}\.?,? (\d{4})\b/i
+const MONTH_DAY_YEAR = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,7}\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4})\b/i
 const PURCHASE_WORDS = /\b(?:bought|purchased|ordered|order(?:ed)? (?:it )?on|placed|paid|got (?:it|them) on|delivered on|arrived on)\b/i
+const SPACES = /\s+/g
 
 /**
  * Entities in a customer's message. `expectingOrder` is set when the assistant has just asked for an order number:
  * then a message that is only a short code ("A-1234", "it's 4417") is taken as one.
  */
 export function extractEntities (message: string, expectingOrder = false): MessageEntities {
+  const spans = recogniseEntities(message)
   const entities: MessageEntities = {}
-  const email = EMAIL.exec(message)?.[0]
-  if (email !== undefined) entities.email = email
-  const date = findDate(message)
+  const email = spans.find((span) => span.kind === 'email')
+  if (email !== undefined) entities.email = email.value
+  const date = findDate(message, spans)
   if (date !== undefined) {
     entities.date = date
     entities.dateIsPurchase = PURCHASE_WORDS.test(message)
   }
-  const withoutNoise = message.replace(EMAIL, ' ').replace(ISO_DATE, ' ').replace(/[$€£]\s?\d[\d,.]*/g, ' ')
-  const orderId = findOrderId(withoutNoise, expectingOrder)
-  if (orderId !== undefined) entities.orderId = orderId
+  const orderId = spans.find((span) => span.kind === 'order_number')?.value ?? (expectingOrder ? answeredCode(message) : undefined)
+  if (orderId !== undefined) entities.orderId = orderId.toUpperCase()
   return entities
 }
 
-function findOrderId (text: string, expectingOrder: boolean): string | undefined {
-  for (const pattern of [ORDER_AFTER_KEYWORD, HASH_CODE, CODE]) {
-    for (const match of text.matchAll(pattern)) {
-      const candidate = match[1]!.replace(/^#/, '')
-      if (/\d/.test(candidate) && !isYear(candidate)) return candidate.toUpperCase()
+/** A message that is only a code answering "what is the order number?": "4417", "it's A-12", "sure, 55-X". */
+function answeredCode (message: string): string | undefined {
+  let code: string | undefined
+  for (const token of tokenize(message)) {
+    if (token.kind === 'hash' || (token.kind === 'word' && ANSWER_FILLERS.has(token.text.toLowerCase()))) continue
+    if (code !== undefined || token.kind !== 'word' || !isCodeLike(token.text, 3)) return undefined
+    code = token.text
+  }
+  return code
+}
+
+function findDate (message: string, spans: readonly EntitySpan[]): string | undefined {
+  for (const span of spans) {
+    if (span.kind === 'date' && ISO_DATE.test(span.value)) {
+      const [year, month, day] = span.value.split('-') as [string, string, string]
+      const date = `${year}-${month.padStart(2, '0')}-${day.padStart(2, '0')}`
+      if (isCalendarDate(date)) return date
     }
   }
-  if (expectingOrder) {
-    const candidate = BARE_NUMBER.exec(text)?.[1]
-    if (candidate !== undefined && /\d/.test(candidate)) return candidate.toUpperCase()
-  }
-  return undefined
-}
-
-function isYear (candidate: string): boolean {
-  return /^(19|20)\d{2}$/.test(candidate)
-}
-
-function findDate (text: string): string | undefined {
-  const iso = ISO_DATE.exec(text)?.[1]
-  if (iso !== undefined && isCalendarDate(iso)) return iso
+  // Single spaces, so that the patterns need no `\s+` next to another.
+  const text = message.replace(SPACES, ' ')
   const dmy = DAY_MONTH_YEAR.exec(text)
   if (dmy !== null) return calendarDate(dmy[3]!, dmy[2]!, dmy[1]!)
   const mdy = MONTH_DAY_YEAR.exec(text)

@@ -35,6 +35,8 @@ const FUNCTION_WORDS = new Set([
 
 const FEATURE_SEEDS = { word: 0x01, pair: 0x02, gram: 0x03, bias: 0x04 } as const
 const CHAR_GRAM = 4
+/** Longer "words" (noise, pasted hashes) are one feature each, not stemmed, split into grams or cached. */
+const MAX_WORD_LENGTH = 32
 const MIN_GRADIENT = 1e-3
 
 /**
@@ -163,6 +165,7 @@ export class IntentModel {
 
   /** A word's own features (its stem and character 4-grams), computed once per word. */
   #word (word: string): WordFeatures {
+    if (word.length > MAX_WORD_LENGTH) return { stem: word, content: true, hashes: Uint32Array.of(hash(FEATURE_SEEDS.word, word)) }
     let features = this.#words.get(word)
     if (features === undefined) {
       const stem = stemmer(word)

@@ -4,8 +4,11 @@ import { squeezeRepeats } from './text.ts'
  * Corrects words the training corpus never used: one edit away from a known word (symmetric deletes, which also
  * cover a swap of neighbouring letters), or two known words written together ("trackmy" → "track my").
  * Letters repeated for emphasis are reduced first ("pleeease"). The most frequent candidate wins; words of fewer than
- * four letters are left alone.
+ * four letters are left alone, and so are words longer than any real one (the work per word stays bounded).
  */
+/** Longer words are not corrected: no English word is, and candidates cost time in the word's length. */
+const MAX_CORRECTED_LENGTH = 24
+
 export class SpellingCorrector {
   readonly #frequency: ReadonlyMap<string, number>
   /** Each known word, and each of its one-letter deletions, mapped to the most frequent known word it comes from. */
@@ -26,10 +29,13 @@ export class SpellingCorrector {
     const cached = this.#cache.get(word)
     if (cached !== undefined) return cached
     const squeezed = squeezeRepeats(word)
+    if (squeezed.length > MAX_CORRECTED_LENGTH) return [squeezed]
     const corrected = this.#frequency.has(squeezed) ? [squeezed] : this.#closest(squeezed) ?? this.#split(squeezed) ?? [squeezed]
-    // Bounded: unseen words are few, but a stream of random text must not grow memory without limit.
-    if (this.#cache.size >= 20_000) this.#cache.clear()
-    this.#cache.set(word, corrected)
+    // Bounded in count and size: unseen words are few, but a stream of random text must not grow memory without limit.
+    if (word.length <= 2 * MAX_CORRECTED_LENGTH) {
+      if (this.#cache.size >= 20_000) this.#cache.clear()
+      this.#cache.set(word, corrected)
+    }
     return corrected
   }
 

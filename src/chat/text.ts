@@ -2,26 +2,17 @@
  * English text normalisation shared by training and classification: the same message always becomes the same
  * tokens. Domain words (synonyms) come from the domain pack; what is here is the language itself.
  */
+import { recogniseEntities, replaceEntities, type EntityKind } from './entities.ts'
 
 /** Placeholders that replace entity values, so "order 48213" and "order #A-99812" read the same to the model. */
-export const ENTITY_TOKENS = {
+export const ENTITY_TOKENS: Readonly<Record<EntityKind, string>> = {
   email: 'xemailx',
   url: 'xurlx',
   date: 'xdatex',
   money: 'xmoneyx',
-  orderNumber: 'xordernumx',
+  order_number: 'xordernumx',
   number: 'xnumx'
-} as const
-
-const ENTITY_PATTERNS: Array<[RegExp, string]> = [
-  [/\bhttps?:\/\/\S+/g, ` ${ENTITY_TOKENS.url} `],
-  [/[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g, ` ${ENTITY_TOKENS.email} `],
-  [/\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b/g, ` ${ENTITY_TOKENS.date} `],
-  [/[$€£]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars?|euros?|pounds?|bucks)\b/g, ` ${ENTITY_TOKENS.money} `],
-  // Codes of letters and at least three digits, "#" and digits, or long digit runs.
-  [/#?\b(?=(?:[a-z-]*\d){3})(?=\d*[a-z-]*[a-z])[a-z0-9]+(?:-[a-z0-9]+)*\b|#\s?\d+\b|\b\d{5,}\b/g, ` ${ENTITY_TOKENS.orderNumber} `],
-  [/\b\d+(?:st|nd|rd|th)?\b/g, ` ${ENTITY_TOKENS.number} `]
-]
+}
 
 /** Contractions and texting shorthand, spelled out. */
 const SHORTHAND: ReadonlyMap<string, string> = new Map(Object.entries({
@@ -114,9 +105,7 @@ function prepare (text: string): string {
   let prepared = text.toLowerCase()
   // Cheap tests first: most messages have no accents, digits, addresses, apostrophes or asterisks.
   if (/[^ -~]/.test(prepared)) prepared = prepared.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
-  if (/[\d@:]/.test(prepared)) {
-    for (const [pattern, replacement] of ENTITY_PATTERNS) prepared = prepared.replace(pattern, replacement)
-  }
+  if (/[\d@:]/.test(prepared)) prepared = replaceEntities(prepared, recogniseEntities(prepared), ENTITY_TOKENS)
   if (/[’']/.test(prepared)) prepared = prepared.replace(CONTRACTIONS, expandContraction)
   if (/[a-z][*#@$%]/.test(prepared)) prepared = prepared.replace(CENSORED, '$1$2')
   return prepared
