@@ -89,15 +89,16 @@ async function main (): Promise<void> {
 
 async function measureUnderstanding (): Promise<{ trainingMs: number, medianUs: number, p99Us: number, messages: number }> {
   const { parse } = await import('csv-parse/sync')
-  const { loadDomainPack } = await import('../src/chat/domain-pack.ts')
-  const { SupportAssistant } = await import('../src/chat/assistant.ts')
+  const { loadDomainPack } = await import('../src/chat/domain-pack/load.ts')
+  const { trainIntentModel } = await import('../src/chat/nlu/training.ts')
+  const { Understander } = await import('../src/chat/nlu/understand.ts')
   const pack = loadDomainPack()
   const start = performance.now()
-  const assistant = new SupportAssistant(pack, { baseUrl: 'https://shop.example.com' })
+  const understander = new Understander(trainIntentModel(pack), pack.understanding)
   const trainingMs = performance.now() - start
   const rows = parse(readFileSync(new URL('../test/fixtures/intents-heldout.csv', import.meta.url)), { columns: true }) as Array<{ utterance: string }>
   const messages = rows.map((row) => row.utterance)
-  const timing = timeClassification((message) => assistant.classifyIntent(message), messages, 5)
+  const timing = timeClassification((message) => understander.understand(message), messages, 5)
   return { trainingMs, medianUs: timing.median, p99Us: timing.p99, messages: messages.length }
 }
 

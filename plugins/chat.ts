@@ -4,29 +4,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { errorResponses } from '../schemas/error.ts'
 import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams } from '../schemas/chat.ts'
-import type { DomainPack } from '../schemas/domain-pack.ts'
-import { SupportAssistant } from '../src/chat/assistant.ts'
-import { ChatService } from '../src/chat/chat-service.ts'
-import { ValidationError } from '../src/errors.ts'
+import { ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
+import { ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError } from '../src/errors.ts'
 
-export interface ChatRoutesOptions {
-  pack: DomainPack
-  /** SUPPORT_BASE_URL: the `{base}` of the reply links. */
-  supportBaseUrl: string
-  historyLimit: number
-}
-
-/** POST /chat/send and GET /chat/conversations/:id: the support assistant over HTTP. */
-export default async function chatRoutes (fastify: FastifyInstance, options: ChatRoutesOptions): Promise<void> {
-  // Trains the intent model from the domain pack: part of start-up, well under a second.
-  const assistant = new SupportAssistant(options.pack, { baseUrl: options.supportBaseUrl })
-  const chat = new ChatService(assistant, fastify.conversationStore, { historyLimit: options.historyLimit })
+/** POST /chat/send and GET /chat/conversations/:id: the support assistant (plugins/chat-assistant.ts) over HTTP. */
+export default async function chatRoutes (fastify: FastifyInstance): Promise<void> {
+  const chat = fastify.chatService
 
   // JSON types as sent: `"message": 123` is a 400, not the string "123" (Fastify coerces types by default).
   const externalSchemas = fastify.getSchemas() as Parameters<ReturnType<typeof AjvCompiler>>[0]
   fastify.setValidatorCompiler(AjvCompiler()(externalSchemas, { customOptions: { coerceTypes: false } }))
   fastify.setErrorHandler(function (error: FastifyError) {
-    throw clearerValidationError(error)
+    throw toWireError(error)
   })
 
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -86,6 +75,13 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
       turns: conversation.turns.map(({ role, text, intent, timestamp }) => ({ role, text, intent, timestamp }))
     }
   })
+}
+
+/** The chat domain's failures as the service's errors; the envelope renders them. */
+function toWireError (error: FastifyError): Error {
+  if (error instanceof ConversationNotFound) return new ConversationNotFoundError()
+  if (error instanceof ConversationStoreUnavailable) return Object.assign(new ConversationStoreUnavailableError(), { cause: error })
+  return clearerValidationError(error)
 }
 
 /** Validation messages that say the rule in words where ajv's would quote a pattern or a format name. */

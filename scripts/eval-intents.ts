@@ -1,12 +1,13 @@
 /**
  * npm run eval -- <file.csv>: how well the embedded intent model recognises labelled messages.
  * The CSV needs a header row with `utterance` and `intent` columns; other columns are ignored. The model is trained
- * from the domain pack (DOMAIN_FILE, or the default pack) exactly as the service trains it at start-up.
+ * from the domain pack (DOMAIN_PACK, or the default pack) exactly as the service trains it at start-up.
  */
 import { readFileSync } from 'node:fs'
 import { parse } from 'csv-parse/sync'
-import { SupportAssistant } from '../src/chat/assistant.ts'
-import { DEFAULT_DOMAIN_FILE, loadDomainPack } from '../src/chat/domain-pack.ts'
+import { DEFAULT_DOMAIN_PACK, loadDomainPack } from '../src/chat/domain-pack/load.ts'
+import { trainIntentModel } from '../src/chat/nlu/training.ts'
+import { Understander } from '../src/chat/nlu/understand.ts'
 import { timeClassification } from './classification-timing.ts'
 
 interface Row {
@@ -21,14 +22,14 @@ if (file === undefined) {
 }
 
 const rows = readRows(file)
-const domainFile = process.env['DOMAIN_FILE'] ?? DEFAULT_DOMAIN_FILE
-const pack = loadDomainPack(domainFile)
+const domainPack = process.env['DOMAIN_PACK'] ?? DEFAULT_DOMAIN_PACK
+const pack = loadDomainPack(domainPack)
 const trainingStart = performance.now()
-const assistant = new SupportAssistant(pack, { baseUrl: 'https://shop.example.com' })
+const understander = new Understander(trainIntentModel(pack), pack.understanding)
 const trainingMs = performance.now() - trainingStart
 
-const predictions = rows.map((row) => assistant.classifyIntent(row.utterance).intent as string)
-const microseconds = timeClassification((message) => assistant.classifyIntent(message), rows.map((row) => row.utterance))
+const predictions = rows.map((row) => understander.understand(row.utterance).intent as string)
+const microseconds = timeClassification((message) => understander.understand(message), rows.map((row) => row.utterance))
 
 const labels = [...new Set(rows.map((row) => row.intent))].sort()
 const perIntent = labels.map((intent) => {
@@ -48,7 +49,7 @@ rows.forEach((row, i) => {
 
 const percent = (value: number): string => `${(value * 100).toFixed(1)}%`
 const out: string[] = []
-out.push(`domain pack      ${domainFile} (${assistant.model.intents.length} intents, trained in ${trainingMs.toFixed(0)} ms)`)
+out.push(`domain pack      ${domainPack} (${understander.model.intents.length} intents, trained in ${trainingMs.toFixed(0)} ms)`)
 out.push(`evaluated        ${file}: ${rows.length} messages, ${labels.length} intents`)
 out.push(`accuracy         ${percent(correct / rows.length)}`)
 out.push(`macro recall     ${percent(perIntent.reduce((sum, row) => sum + row.recall, 0) / perIntent.length)}`)

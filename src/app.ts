@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
-import { loadDomainPack } from './chat/domain-pack.ts'
 import type { AppConfig } from './config.ts'
 import auth from '../plugins/auth.ts'
+import chatAssistant from '../plugins/chat-assistant.ts'
 import chatRoutes from '../plugins/chat.ts'
 import conversationStore from '../plugins/conversation-store.ts'
 import errorEnvelope from '../plugins/error-envelope.ts'
@@ -24,11 +24,10 @@ const API_ALIAS_PREFIX = '/api/v1/'
 /**
  * Builds the whole service without listening: each test makes its own instance with its own configuration.
  * Closing it ends the ExifTool pool, closes the Redis connection and removes the scratch directory.
- * Throws a DomainPackError, before anything starts, when the domain pack is invalid.
+ * Fails with a DomainPackError when the domain pack is invalid.
  */
 export async function buildApp (config: AppConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
   const { chat } = config
-  const pack = loadDomainPack(chat.domainFile)
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -56,11 +55,16 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     ttlMs: chat.conversationTtlMs,
     maxConversations: chat.maxConversations
   })
+  await app.register(chatAssistant, {
+    ...(chat.domainPack === undefined ? {} : { domainPack: chat.domainPack }),
+    supportBaseUrl: chat.supportBaseUrl,
+    historyLimit: chat.historyLimit
+  })
   await app.register(health)
   await app.register(async function v1 (api) {
     await api.register(auth, { apiKeys: config.apiKeys })
     await api.register(metadataRoutes, { maxImageBytes: config.maxImageBytes, tempRoot: config.tempRoot })
-    await api.register(chatRoutes, { pack, supportBaseUrl: chat.supportBaseUrl, historyLimit: chat.historyLimit })
+    await api.register(chatRoutes)
   }, { prefix: '/v1' })
   return app
 }

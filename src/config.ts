@@ -19,7 +19,8 @@ const EnvSchema = Type.Object({
   EXIFTOOL_TASK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
   EXIFTOOL_MAX_QUEUE: Type.Integer({ minimum: 1, maximum: 100_000, default: 256 }),
   TMPDIR: Type.Optional(Type.String({ minLength: 1 })),
-  DOMAIN_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  DOMAIN_PACK: Type.Optional(Type.String({ minLength: 1 })),
+  DOMAIN_FILE: Type.Optional(Type.String()),
   SUPPORT_BASE_URL: Type.String({ pattern: '^https?://[^\\s/]+', default: 'https://shop.example.com' }),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   REDIS_KEY_PREFIX: Type.String({ default: 'chat-metadata-api:' }),
@@ -39,8 +40,8 @@ export interface ExifToolConfig {
 }
 
 export interface ChatConfig {
-  /** The domain pack (YAML or JSON); the one in domain/ when unset. */
-  domainFile?: string
+  /** The domain pack: a directory (responses.yaml + nlu/) or one YAML or JSON file; domain/ when unset. */
+  domainPack?: string
   /** `{base}` of the links in replies, without a trailing slash. */
   supportBaseUrl: string
   /** Conversations in Redis when set; in memory otherwise. */
@@ -85,6 +86,10 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
+  if (env.DOMAIN_FILE !== undefined) {
+    // Renamed when the pack became a directory: a deployment still setting it would silently get the default pack.
+    throw new ConfigError('Invalid configuration: DOMAIN_FILE was renamed DOMAIN_PACK (a pack directory or one YAML/JSON file)')
+  }
   if (!LOG_LEVELS.includes(env.LOG_LEVEL)) {
     throw new ConfigError(`Invalid configuration: env/LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
   }
@@ -112,7 +117,7 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     },
     tempRoot: env.TMPDIR ?? tmpdir(),
     chat: {
-      ...(env.DOMAIN_FILE === undefined ? {} : { domainFile: env.DOMAIN_FILE }),
+      ...(env.DOMAIN_PACK === undefined ? {} : { domainPack: env.DOMAIN_PACK }),
       supportBaseUrl: env.SUPPORT_BASE_URL.replace(/\/+$/, ''),
       ...(env.REDIS_URL === undefined ? {} : { redisUrl: env.REDIS_URL }),
       redisKeyPrefix: env.REDIS_KEY_PREFIX,

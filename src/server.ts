@@ -1,6 +1,6 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.ts'
-import { DomainPackError } from './chat/domain-pack.ts'
+import { DomainPackError } from './chat/domain-pack/load.ts'
 import { ConfigError, loadConfig } from './config.ts'
 
 /** The process entry: read the environment, listen, and close cleanly on SIGTERM/SIGINT. */

@@ -1,21 +1,20 @@
 import { readFileSync } from 'node:fs'
 import { parse } from 'csv-parse/sync'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { SupportAssistant } from '../src/chat/assistant.ts'
-import type { Conversation } from '../src/chat/conversation.ts'
-import { loadDomainPack } from '../src/chat/domain-pack.ts'
-import { extractEntities, recogniseEntities } from '../src/chat/entities.ts'
+import { returnWindow } from '../src/chat/dialogue/return-window.ts'
 import { INTENTS, OUT_OF_SCOPE, SUPPORT_INTENTS } from '../src/chat/intents.ts'
-import { returnWindow } from '../src/chat/return-window.ts'
+import { extractEntities, recogniseEntities } from '../src/chat/nlu/entities.ts'
+import type { Understander } from '../src/chat/nlu/understand.ts'
+import { chatService, defaultAssistant } from './support/chat.ts'
 
-let assistant: SupportAssistant
+let understander: Understander
 
 beforeAll(() => {
-  assistant = new SupportAssistant(loadDomainPack(), { baseUrl: 'https://shop.example.com' })
+  understander = defaultAssistant().understander
 })
 
 describe('intent recognition on the project\'s held-out messages', () => {
-  // test/fixtures/intents-heldout.csv was written apart from the training corpus (domain/default.yaml) and is never
+  // test/fixtures/intents-heldout.csv was written apart from the training corpus (domain/nlu/) and is never
   // trained on; the thresholds are the issue's targets.
   const rows = parse(readFileSync(new URL('fixtures/intents-heldout.csv', import.meta.url)), { columns: true }) as
     Array<{ utterance: string, intent: string }>
@@ -26,7 +25,7 @@ describe('intent recognition on the project\'s held-out messages', () => {
 
   it('accuracy ≥ 92% and macro recall ≥ 90% over the 27 support intents', () => {
     const support = rows.filter((row) => (SUPPORT_INTENTS as readonly string[]).includes(row.intent))
-    const predicted = support.map((row) => assistant.classifyIntent(row.utterance).intent)
+    const predicted = support.map((row) => understander.understand(row.utterance).intent)
     const accuracy = support.filter((row, i) => predicted[i] === row.intent).length / support.length
     const recalls = SUPPORT_INTENTS.map((intent) => {
       const of = support.flatMap((row, i) => row.intent === intent ? [predicted[i]] : [])
@@ -38,7 +37,7 @@ describe('intent recognition on the project\'s held-out messages', () => {
 
   it('out_of_scope for ≥ 90% of what a retail desk does not serve', () => {
     const outOfScope = rows.filter((row) => row.intent === OUT_OF_SCOPE)
-    const caught = outOfScope.filter((row) => assistant.classifyIntent(row.utterance).intent === OUT_OF_SCOPE)
+    const caught = outOfScope.filter((row) => understander.understand(row.utterance).intent === OUT_OF_SCOPE)
     expect(caught.length / outOfScope.length).toBeGreaterThanOrEqual(0.9)
   })
 
@@ -61,12 +60,12 @@ describe('intent recognition on the project\'s held-out messages', () => {
     ['what is 17 times 23', 'out_of_scope'],
     ['recommend me a good movie tonight', 'out_of_scope']
   ])('%j → %s', (message, intent) => {
-    expect(assistant.classifyIntent(message).intent).toBe(intent)
+    expect(understander.understand(message).intent).toBe(intent)
   })
 
   it('reports a confidence between 0 and 1', () => {
     for (const row of rows.slice(0, 50)) {
-      const { confidence } = assistant.classifyIntent(row.utterance)
+      const { confidence } = understander.understand(row.utterance)
       expect(confidence).toBeGreaterThanOrEqual(0)
       expect(confidence).toBeLessThanOrEqual(1)
     }
@@ -102,10 +101,12 @@ describe('entities in a message', () => {
     expect(recogniseEntities(message).map((span) => [span.kind, span.value])).toEqual(expected)
   })
 
-  it('a bare short code counts as an order number only when one was asked for', () => {
-    expect(extractEntities('4417')).toEqual({})
-    expect(extractEntities("it's 4417", true)).toEqual({ orderId: '4417' })
-    expect(extractEntities('no idea', true)).toEqual({})
+  it('a message that is only a short code offers it as a bare code, for the dialogue to take when it asked', () => {
+    expect(extractEntities('4417')).toEqual({ bareCode: '4417' })
+    expect(extractEntities("it's 55-x!")).toEqual({ bareCode: '55-X' })
+    expect(extractEntities("it's a-4417!")).toEqual({ orderId: 'A-4417' })
+    expect(extractEntities('it is 4417 and 5512')).toEqual({})
+    expect(extractEntities('no idea')).toEqual({})
   })
 })
 
@@ -122,38 +123,35 @@ describe('return window', () => {
 })
 
 describe('dialogue', () => {
-  function conversation (): Conversation {
-    return { id: 'c', ownerKey: 'k', userId: 'u', createdAt: '', updatedAt: '', facts: {}, misunderstoodInARow: 0, turns: [] }
-  }
+  const now = new Date('2026-11-21T10:00:00Z')
+  const send = async (chat: ReturnType<typeof chatService>, message: string, conversationId?: string, context = {}) =>
+    await chat.send({ apiKey: 'k', userId: 'u', message, context, ...(conversationId === undefined ? {} : { conversationId }) })
 
-  it('never repeats its previous reply when the intent has another one', () => {
-    const c = conversation()
-    const now = new Date('2026-11-21T10:00:00Z')
-    let previous = ''
+  it('never repeats its previous reply when the intent has another one', async () => {
+    const chat = chatService(() => now)
+    let previous = await send(chat, 'which payment methods do you accept')
     for (let i = 0; i < 6; i++) {
-      const { reply } = assistant.respond(c, 'which payment methods do you accept', {}, now)
-      expect(reply).not.toBe(previous)
-      c.turns.push({ role: 'assistant', text: reply, intent: 'check_payment_methods', timestamp: now.toISOString() })
-      previous = reply
+      const next = await send(chat, 'which payment methods do you accept', previous.conversationId)
+      expect(next.reply).not.toBe(previous.reply)
+      previous = next
     }
   })
 
-  it('states only the policies of the pack', () => {
-    const pack = loadDomainPack()
-    const { reply } = assistant.respond(conversation(), 'what payment options are there', {}, new Date())
-    for (const method of pack.policies.payment_methods) expect(reply).toContain(method)
+  it('states only the policies of the pack', async () => {
+    const { reply } = await send(chatService(() => now), 'what payment options are there')
+    for (const method of defaultAssistant().pack.policies.payment_methods) expect(reply).toContain(method)
   })
 
-  it('a context member cannot override a policy', () => {
-    const { reply } = assistant.respond(conversation(), 'what is your refund policy', { return_window_days: 365 }, new Date())
+  it('a context member cannot override a policy', async () => {
+    const { reply } = await send(chatService(() => now), 'what is your refund policy', undefined, { return_window_days: 365 })
     expect(reply).toContain('30')
     expect(reply).not.toContain('365')
   })
 
-  it('takes the purchase date from the message when the customer says when they bought', () => {
-    const c = conversation()
-    const { reply } = assistant.respond(c, 'I want a refund for order 7710, I bought it on 2026-11-11', {}, new Date('2026-11-21T12:00:00Z'))
-    expect(c.facts).toMatchObject({ order_id: '7710', purchase_date: '2026-11-11' })
+  it('takes the purchase date from the message when the customer says when they bought', async () => {
+    const chat = chatService(() => new Date('2026-11-21T12:00:00Z'))
+    const { reply, conversationId } = await send(chat, 'I want a refund for order 7710, I bought it on 2026-11-11')
     expect(reply).toContain('2026-12-11')
+    expect((await chat.transcript(conversationId, 'k')).facts).toMatchObject({ order_id: '7710', purchase_date: '2026-11-11' })
   })
 })

@@ -78,7 +78,7 @@ describe('loadConfig', () => {
       EXIFTOOL_TASK_TIMEOUT_MS: '2500',
       EXIFTOOL_MAX_QUEUE: '32',
       TMPDIR: '/var/tmp',
-      DOMAIN_FILE: '/etc/shop/domain.yaml',
+      DOMAIN_PACK: '/etc/shop/domain',
       SUPPORT_BASE_URL: 'https://help.example.org/',
       REDIS_URL: 'redis://cache:6379/2',
       REDIS_KEY_PREFIX: 'shop:',
@@ -94,7 +94,7 @@ describe('loadConfig', () => {
       exiftool: { procs: 3, taskTimeoutMs: 2500, maxQueue: 32 },
       tempRoot: '/var/tmp',
       chat: {
-        domainFile: '/etc/shop/domain.yaml',
+        domainPack: '/etc/shop/domain',
         supportBaseUrl: 'https://help.example.org',
         redisUrl: 'redis://cache:6379/2',
         redisKeyPrefix: 'shop:',
@@ -122,7 +122,8 @@ describe('loadConfig', () => {
     ['EXIFTOOL_MAX_QUEUE', '0'],
     ['TMPDIR', ''],
     ['API_KEYS_FILE', ''],
-    ['DOMAIN_FILE', ''],
+    ['DOMAIN_PACK', ''],
+    ['DOMAIN_FILE', '/etc/shop/domain.yaml'],
     ['SUPPORT_BASE_URL', 'shop.example.com'],
     ['REDIS_URL', 'localhost:6379'],
     ['CONVERSATION_TTL_SECONDS', '10'],
@@ -221,7 +222,7 @@ describe('start-up with a bad configuration', () => {
   })
 
   it.each<{ name: string, env: Record<string, string>, message: RegExp }>([
-    { name: 'a DOMAIN_FILE that does not exist', env: { DOMAIN_FILE: '/nonexistent/domain.yaml' }, message: /^Domain pack \/nonexistent\/domain\.yaml cannot be read \(ENOENT\)$/ },
+    { name: 'a DOMAIN_PACK that does not exist', env: { DOMAIN_PACK: '/nonexistent/domain' }, message: /^Domain pack \/nonexistent\/domain cannot be read \(ENOENT\)$/ },
     { name: 'a REDIS_URL nothing answers at', env: { REDIS_URL: 'redis://:secret-pass@127.0.0.1:1' }, message: /^Start-up failed: Redis at 127\.0\.0\.1:1 cannot be reached: .*ECONNREFUSED/ }
   ])('exits 1 on $name, saying so in one line', async ({ env, message }) => {
     const { exitCode, stderr } = await startServer({ API_KEYS: 'key-1', LOG_LEVEL: 'silent', ...env })

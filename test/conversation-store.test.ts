@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
-import type { Conversation } from '../src/chat/conversation.ts'
+import type { Conversation } from '../src/chat/dialogue/conversation.ts'
 import { MemoryConversationStore, RedisConversationStore, type ConversationStore } from '../src/chat/conversation-store.ts'
+import { ConversationStoreUnavailable } from '../src/chat/errors.ts'
 import { until } from './support/processes.ts'
 
 // The same contract for both stores; the Redis one against the real Redis on this machine.
@@ -102,11 +103,12 @@ describe('Redis store', () => {
     expect(ttl).toBeLessThanOrEqual(86_400_000)
   })
 
-  it('a Redis that stops answering is a 503 CONVERSATION_STORE_UNAVAILABLE', async () => {
+  it('a Redis that stops answering makes the store unavailable', async () => {
     const broken = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null })
     broken.on('error', () => {})
     const store = new RedisConversationStore(broken, { ttlMs: 1000, keyPrefix: prefix })
-    await expect(store.load('x')).rejects.toMatchObject({ code: 'CONVERSATION_STORE_UNAVAILABLE', statusCode: 503 })
+    await expect(store.load('x')).rejects.toBeInstanceOf(ConversationStoreUnavailable)
+    await expect(store.save(conversation())).rejects.toMatchObject({ code: 'CONVERSATION_STORE_UNAVAILABLE', message: 'Redis did not answer' })
     broken.disconnect()
   })
 })

@@ -1,19 +1,20 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parse, stringify } from 'yaml'
+import { stringify } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { checkDomainPack, DEFAULT_DOMAIN_FILE, DomainPackError, loadDomainPack } from '../src/chat/domain-pack.ts'
+import { checkDomainPack, DEFAULT_DOMAIN_PACK, DomainPackError, loadDomainPack } from '../src/chat/domain-pack/load.ts'
 import { INTENTS } from '../src/chat/intents.ts'
-import { ReplyTemplate, renderLinkUrl } from '../src/chat/templates.ts'
+import { ReplyTemplate, renderLinkUrl } from '../src/chat/replies/templates.ts'
 import { API_KEY, createTestApp } from './support/app.ts'
 
 let dir: string
+/** The default pack merged into one object, as a single-file pack holds it. */
 let original: Record<string, any>
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'chat-metadata-api-domain-'))
-  original = parse(await import('node:fs').then(({ readFileSync }) => readFileSync(DEFAULT_DOMAIN_FILE, 'utf8')))
+  original = structuredClone(loadDomainPack()) as Record<string, any>
 })
 
 afterAll(async () => { await rm(dir, { recursive: true, force: true }) })
@@ -32,7 +33,7 @@ describe('the default domain pack', () => {
   })
 
   it('has several reply templates for every intent', () => {
-    for (const [name, intent] of Object.entries(loadDomainPack().intents)) {
+    for (const [name, intent] of Object.entries(loadDomainPack().intents) as Array<[string, { replies: { default: string[] } }]>) {
       expect(intent.replies.default.length, name).toBeGreaterThanOrEqual(2)
     }
   })
@@ -47,7 +48,9 @@ describe('a domain pack that is wrong stops start-up, naming the place', () => {
     ['a reply naming an unknown link', (pack: Record<string, any>) => { pack['intents']['review'].replies.default.push('See {link:nowhere}') }, 'unknown link "nowhere"'],
     ['an unclosed optional part', (pack: Record<string, any>) => { pack['intents']['review'].replies.default.push('Thanks [{customer_name}') }, '"[" without "]"'],
     ['an order intent that cannot ask for the order', (pack: Record<string, any>) => { delete pack['intents']['track_order'].replies.ask_order }, '/intents/track_order/replies/ask_order is required'],
-    ['an intent with nothing to say without context', (pack: Record<string, any>) => { pack['intents']['review'].replies.default = ['Thanks {customer_name}!'] }, '/intents/review/replies/default needs a template']
+    ['an intent with nothing to say without context', (pack: Record<string, any>) => { pack['intents']['review'].replies.default = ['Thanks {customer_name}!'] }, '/intents/review/replies/default needs a template'],
+    ['replies for a situation the intent does not have', (pack: Record<string, any>) => { pack['intents']['review'].replies.broken_item = ['Sorry!'] }, '/intents/review/replies/broken_item: no such situation'],
+    ['a situation with too few examples', (pack: Record<string, any>) => { pack['intents']['review'].situations = { stars: ['five stars'] } }, '/intents/review/situations/stars']
   ])('%s', (_case, change, message) => {
     expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(DomainPackError)
     expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(message)
@@ -62,9 +65,38 @@ describe('a domain pack that is wrong stops start-up, naming the place', () => {
   it('a file that does not exist', () => {
     expect(() => loadDomainPack(join(dir, 'missing.json'))).toThrow(/missing\.json cannot be read \(ENOENT\)/)
   })
+
+  it('a pack directory without responses.yaml', async () => {
+    const empty = await mkdtemp(join(dir, 'empty-'))
+    expect(() => loadDomainPack(empty)).toThrow(/responses\.yaml cannot be read \(ENOENT\)/)
+  })
+
+  it.each([
+    ['an intent outside the catalogue', 'intent: sell_stocks\nexamples: [buy shares]\n', /nlu\/extra\.yaml is invalid: \/intent/],
+    ['examples that are not text', 'intent: review\nexamples: [[1, 2]]\n', /nlu\/extra\.yaml is invalid: \/examples\/0/],
+    ['an unknown member', 'intent: review\nexample: [nice]\n', /nlu\/extra\.yaml is invalid/]
+  ])('an nlu file with %s, naming the file', async (_case, text, message) => {
+    const copy = await mkdtemp(join(dir, 'pack-'))
+    await cp(DEFAULT_DOMAIN_PACK, copy, { recursive: true })
+    await writeFile(join(copy, 'nlu', 'extra.yaml'), text)
+    expect(() => loadDomainPack(copy)).toThrow(DomainPackError)
+    expect(() => loadDomainPack(copy)).toThrow(message)
+  })
 })
 
-describe('DOMAIN_FILE', () => {
+describe('a pack directory', () => {
+  it('adds the examples of every nlu file to the intent it names', async () => {
+    const copy = await mkdtemp(join(dir, 'pack-'))
+    await cp(DEFAULT_DOMAIN_PACK, copy, { recursive: true })
+    await writeFile(join(copy, 'nlu', 'more-reviews.yaml'), stringify({ intent: 'review', examples: ['I would give the kettle five stars'] }))
+    const pack = loadDomainPack(copy)
+    const before: string[] = original['intents']['review'].examples
+    expect(pack.intents.review.examples).toHaveLength(before.length + 1)
+    expect(pack.intents.review.examples).toEqual(expect.arrayContaining([...before, 'I would give the kettle five stars']))
+  })
+})
+
+describe('DOMAIN_PACK', () => {
   it('a JSON pack with its own policies changes what the assistant says', async () => {
     const file = join(dir, 'shop.json')
     await writeFile(file, JSON.stringify(variant((pack) => {
@@ -72,7 +104,7 @@ describe('DOMAIN_FILE', () => {
       pack['policies']['payment_methods'] = ['Visa', 'cash on delivery']
     })))
     const t = await createTestApp({
-      chat: { domainFile: file, supportBaseUrl: 'https://help.example.org', redisKeyPrefix: 'x:', conversationTtlMs: 60_000, maxConversations: 10, historyLimit: 10 }
+      chat: { domainPack: file, supportBaseUrl: 'https://help.example.org', redisKeyPrefix: 'x:', conversationTtlMs: 60_000, maxConversations: 10, historyLimit: 10 }
     })
     try {
       const send = async (message: string, context: Record<string, string> = {}): Promise<{ reply: string, links: Array<{ url: string }> }> =>
@@ -86,10 +118,13 @@ describe('DOMAIN_FILE', () => {
     }
   })
 
-  it('YAML and JSON forms of one pack are the same pack', async () => {
-    const file = join(dir, 'same.yaml')
-    await writeFile(file, stringify(original))
-    expect(loadDomainPack(file)).toEqual(loadDomainPack())
+  it('a single YAML file, a JSON file and the directory are the same pack', async () => {
+    const yaml = join(dir, 'same.yaml')
+    const json = join(dir, 'same.json')
+    await writeFile(yaml, stringify(original))
+    await writeFile(json, JSON.stringify(original))
+    expect(loadDomainPack(yaml)).toEqual(loadDomainPack())
+    expect(loadDomainPack(json)).toEqual(loadDomainPack())
   })
 })
 

@@ -1,13 +1,28 @@
 import { createHash, randomUUID } from 'node:crypto'
-import { ConversationNotFoundError } from '../errors.ts'
-import type { AssistantReply, RequestContext, SupportAssistant } from './assistant.ts'
-import type { Conversation } from './conversation.ts'
+import { utcDate } from './calendar.ts'
 import type { ConversationStore } from './conversation-store.ts'
+import type { Conversation } from './dialogue/conversation.ts'
+import { DialoguePolicy, type Decision, type RequestContext } from './dialogue/policy.ts'
+import type { DomainPack } from './domain-pack/schema.ts'
+import { ConversationNotFound } from './errors.ts'
+import type { IntentName } from './intents.ts'
+import type { IntentModel } from './nlu/intent-model.ts'
+import { Understander } from './nlu/understand.ts'
+import { ReplyRenderer } from './replies/renderer.ts'
+import type { RenderedLink } from './replies/templates.ts'
 
 export interface ChatServiceOptions {
+  pack: DomainPack
+  /** The intent model trained from the pack. */
+  model: IntentModel
+  store: ConversationStore
+  /** SUPPORT_BASE_URL: the `{base}` of every link, without a trailing slash. */
+  baseUrl: string
   /** Turns kept per conversation; older ones are dropped. */
   historyLimit: number
   now?: () => Date
+  /** Picks among usable reply templates; injectable so that tests can be exact. */
+  random?: () => number
 }
 
 export interface SendMessage {
@@ -19,21 +34,35 @@ export interface SendMessage {
   conversationId?: string
 }
 
-export interface SentReply extends AssistantReply {
+export interface SentReply {
+  reply: string
+  intent: IntentName
+  confidence: number
+  links: RenderedLink[]
+  handoff: boolean
   conversationId: string
   timestamp: string
 }
 
-/** One message in, one reply out: loads the conversation, lets the assistant answer, stores what changed. */
+/**
+ * One message in, one reply out: load the conversation, understand the message, decide, render the reply, save.
+ * The only code that changes a conversation.
+ */
 export class ChatService {
-  readonly #assistant: SupportAssistant
+  readonly understander: Understander
+  readonly #pack: DomainPack
+  readonly #policy: DialoguePolicy
+  readonly #renderer: ReplyRenderer
   readonly #store: ConversationStore
   readonly #historyLimit: number
   readonly #now: () => Date
 
-  constructor (assistant: SupportAssistant, store: ConversationStore, options: ChatServiceOptions) {
-    this.#assistant = assistant
-    this.#store = store
+  constructor (options: ChatServiceOptions) {
+    this.#pack = options.pack
+    this.understander = new Understander(options.model, options.pack.understanding)
+    this.#policy = new DialoguePolicy(options.pack)
+    this.#renderer = new ReplyRenderer(options.pack, { baseUrl: options.baseUrl, ...(options.random === undefined ? {} : { random: options.random }) })
+    this.#store = options.store
     this.#historyLimit = options.historyLimit
     this.#now = options.now ?? (() => new Date())
   }
@@ -41,34 +70,62 @@ export class ChatService {
   async send (input: SendMessage): Promise<SentReply> {
     const now = this.#now()
     const timestamp = now.toISOString()
+    const today = utcDate(now)
     const ownerKey = keyHash(input.apiKey)
     const conversation = input.conversationId === undefined
       ? newConversation(ownerKey, input.userId, timestamp)
       : await this.#owned(input.conversationId, ownerKey, input.userId)
 
-    const answer = this.#assistant.respond(conversation, input.message, input.context ?? {}, now)
+    const understanding = this.understander.understand(input.message)
+    const decision = this.#policy.decide(conversation, understanding, input.context ?? {}, today)
+    const previous = conversation.turns.findLast((turn) => turn.role === 'assistant')?.text
+    const reply = this.#renderer.render({ groups: this.#replyGroups(decision), facts: decision.facts, today, ...(previous === undefined ? {} : { previous }) })
+    // Unreachable with a checked pack: every intent has a default template that needs no context, and so do fallbacks.
+    if (reply === undefined) throw new Error(`No usable reply for intent ${decision.intent}`)
+
+    conversation.facts = decision.facts
+    conversation.misunderstoodInARow = decision.misunderstoodInARow
+    if (decision.pendingIntent === undefined) delete conversation.pendingIntent
+    else conversation.pendingIntent = decision.pendingIntent
     conversation.turns.push(
-      { role: 'customer', text: input.message, intent: answer.intent, timestamp },
-      { role: 'assistant', text: answer.reply, intent: answer.intent, timestamp, handoff: answer.handoff }
+      { role: 'customer', text: input.message, intent: decision.intent, timestamp },
+      { role: 'assistant', text: reply.text, intent: decision.intent, timestamp, handoff: decision.handoff }
     )
     conversation.turns.splice(0, Math.max(0, conversation.turns.length - this.#historyLimit))
     conversation.updatedAt = timestamp
     await this.#store.save(conversation)
-    return { ...answer, conversationId: conversation.id, timestamp }
+    return {
+      reply: reply.text,
+      intent: decision.intent,
+      confidence: decision.confidence,
+      links: reply.links,
+      handoff: decision.handoff,
+      conversationId: conversation.id,
+      timestamp
+    }
   }
 
   /** The conversation, if it exists and was started with this API key. */
   async transcript (conversationId: string, apiKey: string): Promise<Conversation> {
     const conversation = await this.#store.load(conversationId)
-    if (conversation === undefined || conversation.ownerKey !== keyHash(apiKey)) throw new ConversationNotFoundError()
+    if (conversation === undefined || conversation.ownerKey !== keyHash(apiKey)) throw new ConversationNotFound()
     return conversation
   }
 
-  /** Unknown, expired, another key's or another user's conversation: the same 404, so none can be told apart. */
+  #replyGroups (decision: Decision): Array<readonly string[]> {
+    if (decision.reply.kind === 'fallback') return [this.#pack.fallback[decision.reply.name]]
+    const { replies } = this.#pack.intents[decision.intent]
+    return decision.reply.situations.flatMap((situation) => {
+      const group = replies[situation]
+      return group === undefined ? [] : [group]
+    })
+  }
+
+  /** Unknown, expired, another key's or another user's conversation: the same answer, so none can be told apart. */
   async #owned (conversationId: string, ownerKey: string, userId: string): Promise<Conversation> {
     const conversation = await this.#store.load(conversationId)
     if (conversation === undefined || conversation.ownerKey !== ownerKey || conversation.userId !== userId) {
-      throw new ConversationNotFoundError()
+      throw new ConversationNotFound()
     }
     return conversation
   }

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache'
-import { ConversationStoreUnavailableError } from '../errors.ts'
-import type { Conversation } from './conversation.ts'
+import type { Conversation } from './dialogue/conversation.ts'
+import { ConversationStoreUnavailable } from './errors.ts'
 
 /**
  * Where conversations live between messages. Both implementations keep a conversation for `ttlMs` after its last
@@ -77,11 +77,11 @@ export class RedisConversationStore implements ConversationStore {
   }
 }
 
-/** A Redis that cannot answer becomes the service's 503 (the cause stays in the log). */
+/** A Redis that cannot answer is the store being unavailable; the cause stays for the log. */
 async function unavailableOnError<T> (command: Promise<T>): Promise<T> {
   try {
     return await command
   } catch (error) {
-    throw Object.assign(new ConversationStoreUnavailableError(), { cause: error })
+    throw new ConversationStoreUnavailable('Redis did not answer', { cause: error })
   }
 }

@@ -1,4 +1,4 @@
-import type { IntentName, SupportIntent } from './intents.ts'
+import type { IntentName, SupportIntent } from '../intents.ts'
 
 export type Role = 'customer' | 'assistant'
 

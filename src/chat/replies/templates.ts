@@ -14,6 +14,11 @@ export interface RenderedLink {
   url: string
 }
 
+/** The links a template may name, rendered on demand (a Map of them will do). */
+export interface LinkSource {
+  get: (name: string) => RenderedLink | undefined
+}
+
 export interface RenderedReply {
   text: string
   links: RenderedLink[]
@@ -62,7 +67,7 @@ export class ReplyTemplate {
    * The reply, or undefined when a value or link it needs is unknown. `general` names the values and links that
    * say nothing particular to the conversation (policies, fixed pages).
    */
-  render (values: ReadonlyMap<string, string>, links: ReadonlyMap<string, RenderedLink>, general: ReadonlySet<string> = new Set()): RenderedReply | undefined {
+  render (values: ReadonlyMap<string, string>, links: LinkSource, general: ReadonlySet<string> = new Set()): RenderedReply | undefined {
     const used: Used = { links: [], names: [] }
     const text = renderParts(this.#parts, values, links, used)
     if (text === undefined) return undefined
@@ -103,7 +108,7 @@ interface Used {
 function renderParts (
   parts: Part[],
   values: ReadonlyMap<string, string>,
-  links: ReadonlyMap<string, RenderedLink>,
+  links: LinkSource,
   used: Used
 ): string | undefined {
   let text = ''

@@ -1,4 +1,4 @@
-import { isCalendarDate } from './return-window.ts'
+import { isCalendarDate } from '../calendar.ts'
 
 /**
  * The one entity recogniser: the intent model reads its spans as placeholders ("order xordernumx"), the dialogue reads
@@ -26,6 +26,11 @@ export interface MessageEntities {
   date?: string
   /** The date is when the customer bought or ordered ("I ordered it on 2026-03-14"). */
   dateIsPurchase?: boolean
+  /**
+   * The message is only a short code ("4417", "it's A-12"): an order number if the assistant has just asked for one.
+   * (Codes the recogniser is sure of are `orderId`.)
+   */
+  bareCode?: string
 }
 
 /**
@@ -168,12 +173,8 @@ const MONTH_DAY_YEAR = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]
 const PURCHASE_WORDS = /\b(?:bought|purchased|ordered|order(?:ed)? (?:it )?on|placed|paid|got (?:it|them) on|delivered on|arrived on)\b/i
 const SPACES = /\s+/g
 
-/**
- * Entities in a customer's message. `expectingOrder` is set when the assistant has just asked for an order number:
- * then a message that is only a short code ("A-1234", "it's 4417") is taken as one.
- */
-export function extractEntities (message: string, expectingOrder = false): MessageEntities {
-  const spans = recogniseEntities(message)
+/** Entities in a customer's message; `spans` are its recognised entities when the caller has them already. */
+export function extractEntities (message: string, spans: readonly EntitySpan[] = recogniseEntities(message)): MessageEntities {
   const entities: MessageEntities = {}
   const email = spans.find((span) => span.kind === 'email')
   if (email !== undefined) entities.email = email.value
@@ -182,8 +183,13 @@ export function extractEntities (message: string, expectingOrder = false): Messa
     entities.date = date
     entities.dateIsPurchase = PURCHASE_WORDS.test(message)
   }
-  const orderId = spans.find((span) => span.kind === 'order_number')?.value ?? (expectingOrder ? answeredCode(message) : undefined)
-  if (orderId !== undefined) entities.orderId = orderId.toUpperCase()
+  const orderId = spans.find((span) => span.kind === 'order_number')?.value
+  if (orderId !== undefined) {
+    entities.orderId = orderId.toUpperCase()
+  } else {
+    const code = answeredCode(message)
+    if (code !== undefined) entities.bareCode = code.toUpperCase()
+  }
   return entities
 }
 

@@ -2,7 +2,7 @@
  * English text normalisation shared by training and classification: the same message always becomes the same
  * tokens. Domain words (synonyms) come from the domain pack; what is here is the language itself.
  */
-import { recogniseEntities, replaceEntities, type EntityKind } from './entities.ts'
+import { recogniseEntities, replaceEntities, type EntityKind, type EntitySpan } from './entities.ts'
 
 /** Placeholders that replace entity values, so "order 48213" and "order #A-99812" read the same to the model. */
 export const ENTITY_TOKENS: Readonly<Record<EntityKind, string>> = {
@@ -98,28 +98,26 @@ const WORD = /[a-z0-9]+/g
 const CENSORED = /([a-z])[*#@$%]+([a-z]*)/g
 
 /**
- * Lower case, accents removed, entities replaced by placeholders, contractions expanded, censored swearing
- * ("f***ing") kept as one word; everything else but letters and digits separates words.
+ * Entities replaced by placeholders (`spans`, found in `text` by the recogniser), then lower case, accents removed,
+ * contractions expanded, censored swearing ("f***ing") kept as one word; everything else but letters and digits
+ * separates words.
  */
-function prepare (text: string): string {
-  let prepared = text.toLowerCase()
-  // Cheap tests first: most messages have no accents, digits, addresses, apostrophes or asterisks.
+function prepare (text: string, spans: readonly EntitySpan[]): string {
+  let prepared = replaceEntities(text, spans, ENTITY_TOKENS).toLowerCase()
+  // Cheap tests first: most messages have no accents, apostrophes or asterisks.
   if (/[^ -~]/.test(prepared)) prepared = prepared.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
-  if (/[\d@:]/.test(prepared)) prepared = replaceEntities(prepared, recogniseEntities(prepared), ENTITY_TOKENS)
   if (/[’']/.test(prepared)) prepared = prepared.replace(CONTRACTIONS, expandContraction)
   if (/[a-z][*#@$%]/.test(prepared)) prepared = prepared.replace(CENSORED, '$1$2')
   return prepared
 }
 
-/** The normalised text: its words separated by single spaces. */
-export function normalizeText (text: string): string {
-  return (prepare(text).match(WORD) ?? []).join(' ')
-}
-
-/** The words of a text, normalised, with shorthand spelled out ("u" → "you", "cant" → "can not"). */
-export function wordsOf (text: string): string[] {
+/**
+ * The words of a text, normalised, with shorthand spelled out ("u" → "you", "cant" → "can not"). `spans` are the
+ * text's entities when the caller has already found them.
+ */
+export function wordsOf (text: string, spans: readonly EntitySpan[] = recogniseEntities(text)): string[] {
   const tokens: string[] = []
-  for (const word of prepare(text).match(WORD) ?? []) {
+  for (const word of prepare(text, spans).match(WORD) ?? []) {
     const expanded = SHORTHAND.get(word)
     if (expanded === undefined) tokens.push(word)
     else for (const part of expanded.split(' ')) tokens.push(part)

@@ -1,10 +1,17 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { INTENTS } from '../src/chat/intents.ts'
+import { INTENTS } from '../intents.ts'
+
+/**
+ * The domain pack's shape: everything the assistant knows and says, as data (README: "The domain pack"). On disk it is
+ * a directory (`responses.yaml` plus `nlu/*.yaml`, see load.ts) or one YAML/JSON file of this merged shape.
+ */
 
 const Text = Type.String({ minLength: 1 })
 const Templates = Type.Array(Text, { minItems: 1 })
+const NAME = '^[a-z][a-z0-9_]*$'
+const Examples = Type.Array(Text, { minItems: 5 })
 
-/** What a support reply is allowed to say about the shop: the only facts the assistant states besides the context. */
+/** What a reply is allowed to say about the shop: the only facts the assistant states besides the conversation's. */
 export const DomainPolicies = Type.Object({
   return_window_days: Type.Integer({ minimum: 1, maximum: 3650, default: 30 }),
   refund_processing_days: Type.Integer({ minimum: 1, maximum: 365 }),
@@ -28,22 +35,18 @@ export const DomainLink = Type.Object({
   url: Type.String({ pattern: '^\\{base\\}/', description: 'A template over {base} and context values' })
 }, { additionalProperties: false })
 
-/** Reply templates by situation; `default` always applies when no more specific situation has a usable template. */
-export const IntentReplies = Type.Object({
-  default: Templates,
-  ask_order: Type.Optional(Templates),
-  inside_window: Type.Optional(Templates),
-  window_last_day: Type.Optional(Templates),
-  outside_window: Type.Optional(Templates),
-  future_purchase: Type.Optional(Templates),
-  angry: Type.Optional(Templates)
-}, { additionalProperties: false })
+/** Reply templates by situation; `default` applies when no more specific situation has a usable template. */
+export const IntentReplies = Type.Intersect([
+  Type.Object({ default: Templates }),
+  Type.Record(Type.String({ pattern: NAME }), Templates, { additionalProperties: false })
+])
 export type IntentReplies = Static<typeof IntentReplies>
-export type ReplySituation = keyof IntentReplies
 
 export const DomainIntent = Type.Object({
   /** Training utterances for the intent model. */
-  examples: Type.Array(Text, { minItems: 5 }),
+  examples: Examples,
+  /** Situations customers describe (a broken item, a late parcel), each with its own examples and replies. */
+  situations: Type.Optional(Type.Record(Type.String({ pattern: NAME }), Examples)),
   replies: IntentReplies,
   /** The intent cannot be served without an order number: the assistant asks for one first. */
   needs_order: Type.Optional(Type.Boolean()),
@@ -57,19 +60,20 @@ export type DomainIntent = Static<typeof DomainIntent>
 const intentProperties = Object.fromEntries(INTENTS.map((name) => [name, DomainIntent])) as
   Record<typeof INTENTS[number], typeof DomainIntent>
 
-/** The domain pack: everything the assistant knows and says, as data (README: "The domain pack"). */
+export const DomainUnderstanding = Type.Object({
+  /** Below this probability the message counts as not understood. */
+  confidence_threshold: Type.Number({ minimum: 0, maximum: 1 }),
+  /** Words and phrases the model reads as one canonical word. */
+  synonyms: Type.Record(Type.String({ pattern: '^[a-z]+$' }), Type.Array(Text, { minItems: 1 })),
+  /** Words that mark a message as angry (complaints from angry customers go to a person). */
+  anger_words: Type.Array(Text)
+}, { additionalProperties: false })
+
 export const DomainPack = Type.Object({
   name: Text,
   policies: DomainPolicies,
-  links: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]*$' }), DomainLink),
-  understanding: Type.Object({
-    /** Below this probability the message counts as not understood. */
-    confidence_threshold: Type.Number({ minimum: 0, maximum: 1 }),
-    /** Words and phrases the model reads as one canonical word. */
-    synonyms: Type.Record(Type.String({ pattern: '^[a-z]+$' }), Type.Array(Text, { minItems: 1 })),
-    /** Words that mark a message as angry (complaints from angry customers go to a person). */
-    anger_words: Type.Array(Text)
-  }, { additionalProperties: false }),
+  links: Type.Record(Type.String({ pattern: NAME }), DomainLink),
+  understanding: DomainUnderstanding,
   /** Replies that do not belong to one intent. */
   fallback: Type.Object({
     /** The second message in a row the assistant did not understand. */
@@ -78,3 +82,11 @@ export const DomainPack = Type.Object({
   intents: Type.Object(intentProperties, { additionalProperties: false })
 }, { additionalProperties: false })
 export type DomainPack = Static<typeof DomainPack>
+
+/** One file of a pack directory's `nlu/`: examples (and situations) of one intent. */
+export const NluFile = Type.Object({
+  intent: Type.Union(INTENTS.map((name) => Type.Literal(name))),
+  examples: Type.Optional(Type.Array(Text)),
+  situations: Type.Optional(Type.Record(Type.String({ pattern: NAME }), Type.Array(Text)))
+}, { additionalProperties: false })
+export type NluFile = Static<typeof NluFile>

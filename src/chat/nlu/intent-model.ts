@@ -1,5 +1,6 @@
 import { stemmer } from 'stemmer'
 import { SpellingCorrector } from './spelling.ts'
+import type { EntitySpan } from './entities.ts'
 import { wordsOf } from './text.ts'
 
 export interface TrainingExample {
@@ -107,20 +108,20 @@ export class IntentModel {
   }
 
   /** The most probable intent and its probability. */
-  classify (text: string): IntentScore {
-    const probabilities = this.probabilities(text)
+  classify (text: string, spans?: readonly EntitySpan[]): IntentScore {
+    const probabilities = this.probabilities(text, spans)
     let best = 0
     for (let i = 1; i < probabilities.length; i++) if (probabilities[i]! > probabilities[best]!) best = i
     return { intent: this.intents[best]!, confidence: probabilities[best]! }
   }
 
   /** Probability of each intent, in the order of `intents`. */
-  probabilities (text: string): Float64Array {
+  probabilities (text: string, spans?: readonly EntitySpan[]): Float64Array {
     const classes = this.intents.length
     const weights = this.#weights
     const table = this.#featureIndex
     const scores = Float64Array.from(this.#bias)
-    const features = this.#features(text)
+    const features = this.#features(text, spans)
     let known = 0
     for (let f = 0; f < features.length; f++) {
       const row = table.get(features[f]!)
@@ -138,18 +139,18 @@ export class IntentModel {
   }
 
   /** The words the model sees for a text, spelling corrected and synonyms mapped, before stemming. */
-  words (text: string): string[] {
+  words (text: string, spans?: readonly EntitySpan[]): string[] {
     const corrected: string[] = []
-    for (const token of wordsOf(text)) {
+    for (const token of wordsOf(text, spans)) {
       for (const word of this.#corrector.correct(token)) corrected.push(word)
     }
     return this.#applySynonyms(corrected)
   }
 
   /** Hashes of the text's features (a feature seen twice counts twice). */
-  #features (text: string): number[] {
+  #features (text: string, spans?: readonly EntitySpan[]): number[] {
     const features: number[] = []
-    const words = this.words(text)
+    const words = this.words(text, spans)
     let previous: string | undefined
     for (const word of words) {
       const { stem, content, hashes } = this.#word(word)

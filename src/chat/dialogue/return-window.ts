@@ -1,3 +1,5 @@
+import { dayNumber, isoDate } from '../calendar.ts'
+
 /** Where a purchase stands against the return window, computed from calendar dates in UTC. */
 export type WindowSituation = 'future_purchase' | 'window_last_day' | 'inside_window' | 'outside_window'
 
@@ -10,8 +12,6 @@ export interface ReturnWindow {
   /** Whole days since the purchase; negative for a date in the future. */
   daysSincePurchase: number
 }
-
-const DAY_MS = 86_400_000
 
 /**
  * The window is inclusive: bought on 1 March with 30 days, the customer can still ask on 31 March (the last day)
@@ -26,24 +26,4 @@ export function returnWindow (purchaseDate: string, today: string, windowDays: n
     ? 'future_purchase'
     : daysLeft === 0 ? 'window_last_day' : daysLeft > 0 ? 'inside_window' : 'outside_window'
   return { situation, deadline: isoDate(deadline), daysLeft, daysSincePurchase: now - purchased }
-}
-
-/** Today's date in UTC, as YYYY-MM-DD. */
-export function utcDate (instant: Date): string {
-  return instant.toISOString().slice(0, 10)
-}
-
-/** A YYYY-MM-DD string that names a real calendar day (no 2026-02-30). */
-export function isCalendarDate (text: string): boolean {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false
-  return isoDate(dayNumber(text)) === text
-}
-
-function dayNumber (date: string): number {
-  const [year, month, day] = date.split('-').map(Number) as [number, number, number]
-  return Math.floor(Date.UTC(year, month - 1, day) / DAY_MS)
-}
-
-function isoDate (dayNumber: number): string {
-  return new Date(dayNumber * DAY_MS).toISOString().slice(0, 10)
 }

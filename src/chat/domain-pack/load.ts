@@ -1,0 +1,142 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Static, TSchema } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import { parse as parseYaml } from 'yaml'
+import { linkValueNames, ReplyTemplate, TemplateSyntaxError } from '../replies/templates.ts'
+import { DomainPack, NluFile } from './schema.ts'
+
+/** The pack that ships with the service: `domain/` (README: "The domain pack"). */
+export const DEFAULT_DOMAIN_PACK = fileURLToPath(new URL('../../../domain', import.meta.url))
+
+/** Values every reply can use, from the pack's policies. */
+export const POLICY_VALUES = [
+  'shop_name',
+  'return_window_days',
+  'refund_processing_days',
+  'cancellation_fee_rules',
+  'delivery_options',
+  'payment_methods',
+  'contact_phone',
+  'contact_email',
+  'contact_hours',
+  'contact_chat'
+] as const
+
+/** Reply situations the dialogue itself decides, besides the situations an intent's examples describe. */
+export const DIALOGUE_SITUATIONS = ['default', 'ask_order', 'inside_window', 'window_last_day', 'outside_window', 'future_purchase', 'angry'] as const
+
+export class DomainPackError extends Error {
+  override name = 'DomainPackError'
+}
+
+/**
+ * Reads a domain pack and checks it, naming the file and the place of the first problems. `path` is a pack directory
+ * (`responses.yaml`, `nlu/understanding.yaml` and any number of `nlu/*.yaml` files of examples) or one YAML or JSON
+ * file holding the merged pack.
+ */
+export function loadDomainPack (path: string = DEFAULT_DOMAIN_PACK): DomainPack {
+  let directory: boolean
+  try {
+    directory = statSync(path).isDirectory()
+  } catch (error) {
+    throw new DomainPackError(`Domain pack ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  return checkDomainPack(directory ? readPackDirectory(path) : readData(path), path)
+}
+
+/** The files of a pack directory merged into one pack: each nlu file adds examples to the intent it names. */
+function readPackDirectory (directory: string): unknown {
+  const responses = readData(join(directory, 'responses.yaml'))
+  if (!isRecord(responses)) throw new DomainPackError(`Domain pack ${join(directory, 'responses.yaml')} must be a mapping`)
+  const nlu = join(directory, 'nlu')
+  const understanding = readData(join(nlu, 'understanding.yaml'))
+  const intents: Record<string, Record<string, unknown>> = {}
+  for (const [name, definition] of Object.entries(isRecord(responses['intents']) ? responses['intents'] : {})) {
+    intents[name] = isRecord(definition) ? { ...definition, examples: [] } : { examples: [] }
+  }
+  const files = readdirSync(nlu).filter((file) => /\.ya?ml$/.test(file) && file !== 'understanding.yaml').sort()
+  for (const file of files) {
+    const data = checkShape(NluFile, readData(join(nlu, file)), join(nlu, file))
+    const intent = intents[data.intent] ??= { examples: [] }
+    ;(intent['examples'] as string[]).push(...data.examples ?? [])
+    for (const [situation, examples] of Object.entries(data.situations ?? {})) {
+      const situations = (intent['situations'] ??= {}) as Record<string, string[]>
+      ;(situations[situation] ??= []).push(...examples)
+    }
+  }
+  return { ...responses, understanding, intents }
+}
+
+function readData (path: string): unknown {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new DomainPackError(`Domain pack ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  try {
+    // YAML 1.2 is a superset of JSON: one parser reads both.
+    return parseYaml(text)
+  } catch (error) {
+    throw new DomainPackError(`Domain pack ${path} is not valid YAML or JSON: ${(error as Error).message}`)
+  }
+}
+
+function checkShape<T extends TSchema> (schema: T, data: unknown, source: string): Static<T> {
+  const withDefaults = Value.Default(schema, structuredClone(data))
+  const errors = [...Value.Errors(schema, withDefaults)].slice(0, 5)
+    .map((error) => `${error.path === '' ? '/' : error.path} ${error.message}`)
+  if (errors.length > 0) throw new DomainPackError(`Domain pack ${source} is invalid: ${errors.join('; ')}`)
+  return withDefaults as Static<T>
+}
+
+/** Validates a parsed pack: its shape (schema.ts), then what the shape cannot say. */
+export function checkDomainPack (data: unknown, source = 'domain pack'): DomainPack {
+  const pack = checkShape(DomainPack, data, source)
+  const problems: string[] = []
+  for (const [name, intent] of Object.entries(pack.intents)) {
+    const where = `/intents/${name}/replies`
+    const situations = new Set<string>([...DIALOGUE_SITUATIONS, ...Object.keys(intent.situations ?? {})])
+    const parsed = new Map<string, ReplyTemplate>()
+    for (const [situation, sources] of Object.entries(intent.replies)) {
+      if (!situations.has(situation)) problems.push(`${where}/${situation}: no such situation (the intent's examples name none)`)
+      for (const [index, source] of sources.entries()) {
+        let template: ReplyTemplate
+        try {
+          template = new ReplyTemplate(source)
+        } catch (error) {
+          if (!(error instanceof TemplateSyntaxError)) throw error
+          problems.push(`${where}/${situation}/${index}: ${error.message}`)
+          continue
+        }
+        parsed.set(source, template)
+        for (const link of template.linkNames()) {
+          if (pack.links[link] === undefined) problems.push(`${where}/${situation}/${index}: unknown link "${link}"`)
+        }
+      }
+    }
+    // Whatever the context lacks, the intent must still have something to say (an intent that needs an order
+    // only replies once it has one).
+    const known = new Set<string>([...POLICY_VALUES, ...(intent.needs_order === true ? ['order_id'] : [])])
+    const unconditional = intent.replies.default.some((source) => {
+      const template = parsed.get(source)
+      return template !== undefined &&
+        template.requiredValues().every((value) => known.has(value)) &&
+        template.requiredLinks().every((link) => linkValueNames(pack.links[link]?.url ?? '').every((value) => known.has(value)))
+    })
+    if (!unconditional) {
+      problems.push(`${where}/default needs a template that uses only policy values and links without context values`)
+    }
+    if (intent.needs_order === true && intent.replies['ask_order'] === undefined) {
+      problems.push(`${where}/ask_order is required because the intent needs an order`)
+    }
+  }
+  if (problems.length > 0) throw new DomainPackError(`Domain pack ${source} is invalid: ${problems.slice(0, 5).join('; ')}`)
+  return pack
+}
+
+function isRecord (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
