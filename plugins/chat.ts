@@ -48,7 +48,7 @@ export default async function chatRoutes (fastify: FastifyInstance): Promise<voi
       timestamp: sent.timestamp,
       intent: sent.intent,
       confidence: sent.confidence,
-      links: sent.links,
+      links: sent.links.map(({ label, url }) => ({ label, url })),
       handoff: sent.handoff
     }
   })

@@ -129,13 +129,13 @@ describe('DOMAIN_PACK', () => {
 })
 
 describe('reply templates', () => {
-  const links = new Map([['tracking', { label: 'Track', url: 'https://s/orders/A-1/tracking' }]])
+  const links = new Map([['tracking', { name: 'tracking', label: 'Track', url: 'https://s/orders/A-1/tracking' }]])
 
   it('fills values and links, and lists the links it used', () => {
     const template = new ReplyTemplate('Order {order_id}: {link:tracking}')
     expect(template.render(new Map([['order_id', 'A-1']]), links)).toEqual({
       text: 'Order A-1: https://s/orders/A-1/tracking',
-      links: [{ label: 'Track', url: 'https://s/orders/A-1/tracking' }],
+      links: [{ name: 'tracking', label: 'Track', url: 'https://s/orders/A-1/tracking' }],
       specificity: 2
     })
   })

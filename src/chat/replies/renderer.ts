@@ -83,7 +83,7 @@ export class ReplyRenderer {
         if (rendered.has(name)) return rendered.get(name)
         const link = this.#pack.links[name]
         const url = link === undefined ? undefined : renderLinkUrl(link.url, this.#baseUrl, values)
-        const result = url === undefined ? undefined : { label: link!.label, url }
+        const result = url === undefined ? undefined : { name, label: link!.label, url }
         rendered.set(name, result)
         return result
       }

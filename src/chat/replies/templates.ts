@@ -10,6 +10,8 @@ export interface LinkTemplate {
 }
 
 export interface RenderedLink {
+  /** The link's name in the pack (`tracking`); the wire shows label and URL. */
+  name: string
   label: string
   url: string
 }

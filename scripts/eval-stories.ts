@@ -1,0 +1,45 @@
+/**
+ * npm run eval:stories: plays the domain pack's test stories (`<pack>/stories/*.yaml`) through the chat service, turn
+ * by turn, and reports each turn that did not do what its story says. Exits 1 unless every story passes.
+ */
+import { join } from 'node:path'
+import { ChatService } from '../src/chat/chat-service.ts'
+import { MemoryConversationStore } from '../src/chat/conversation-store.ts'
+import { DEFAULT_DOMAIN_PACK, loadDomainPack } from '../src/chat/domain-pack/load.ts'
+import { loadStories, runStory } from '../src/chat/evaluation/stories.ts'
+import { trainIntentModel } from '../src/chat/nlu/training.ts'
+
+const directory = process.env['DOMAIN_PACK'] ?? DEFAULT_DOMAIN_PACK
+const only = process.argv[2]
+const pack = loadDomainPack(directory)
+const model = trainIntentModel(pack)
+const stories = loadStories(join(directory, 'stories')).filter((story) => only === undefined || story.story.includes(only) || story.file === only)
+
+let passed = 0
+let turns = 0
+let failedTurns = 0
+for (const story of stories) {
+  const result = await runStory(story, (today) => new ChatService({
+    pack,
+    model,
+    store: new MemoryConversationStore({ ttlMs: 3_600_000, maxConversations: 10 }),
+    baseUrl: 'https://shop.example.com',
+    historyLimit: 50,
+    now: () => new Date(`${today}T12:00:00Z`),
+    random: () => 0
+  }))
+  turns += result.steps.length
+  if (result.passed) {
+    passed++
+    continue
+  }
+  process.stdout.write(`✗ ${story.file}: ${story.story}\n`)
+  for (const step of result.steps) {
+    failedTurns += step.problems.length > 0 ? 1 : 0
+    const mark = step.problems.length === 0 ? '  ' : '✗ '
+    process.stdout.write(`   ${mark}${JSON.stringify(step.step.user)} → ${step.intent} [${step.links.join(', ')}]${step.handoff ? ' handoff' : ''}\n`)
+    if (step.problems.length > 0) process.stdout.write(`       ${step.problems.join('; ')}\n       reply: ${step.reply}\n`)
+  }
+}
+process.stdout.write(`\nstories ${passed}/${stories.length} passed (${((passed / Math.max(1, stories.length)) * 100).toFixed(1)}%), turns ${turns - failedTurns}/${turns}\n`)
+if (passed < stories.length) process.exitCode = 1

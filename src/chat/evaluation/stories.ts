@@ -1,0 +1,108 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Type, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import { parse as parseYaml } from 'yaml'
+import type { ChatService } from '../chat-service.ts'
+import { INTENTS } from '../intents.ts'
+
+/**
+ * Test stories, Rasa-style: conversations written for the pack, with what each turn must do — the intent answered,
+ * the links offered, the order and purchase date remembered, whether a person takes over, words the reply must (not)
+ * contain. `npm run eval:stories` runs them; so does the test suite.
+ */
+
+const Fact = Type.Union([Type.String(), Type.Number(), Type.Boolean()])
+
+const StoryStep = Type.Object({
+  user: Type.String({ minLength: 1 }),
+  context: Type.Optional(Type.Record(Type.String(), Fact)),
+  intent: Type.Union(INTENTS.map((name) => Type.Literal(name))),
+  /** The names of the pack's links the reply offers, in order; `[]` for none. Unchecked when absent. */
+  links: Type.Optional(Type.Array(Type.String())),
+  /** Whether a person takes over; false when absent. */
+  handoff: Type.Optional(Type.Boolean()),
+  /** The order number the conversation remembers after the turn (null: none). */
+  order: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  /** The purchase date the conversation remembers after the turn (null: none). */
+  purchase_date: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  /** Text the reply contains (case-insensitive). */
+  reply: Type.Optional(Type.Array(Type.String())),
+  /** Text the reply must not contain (case-insensitive). */
+  not_reply: Type.Optional(Type.Array(Type.String()))
+}, { additionalProperties: false })
+export type StoryStep = Static<typeof StoryStep>
+
+const Story = Type.Object({
+  story: Type.String({ minLength: 1 }),
+  /** Today, UTC, while the story runs (YYYY-MM-DD); the file's, else 2026-11-20. */
+  today: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })),
+  steps: Type.Array(StoryStep, { minItems: 1 })
+}, { additionalProperties: false })
+export type Story = Static<typeof Story> & { file: string }
+
+const StoryFile = Type.Object({
+  today: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })),
+  stories: Type.Array(Story, { minItems: 1 })
+}, { additionalProperties: false })
+
+const DEFAULT_TODAY = '2026-11-20'
+
+/** Every story in the `*.yaml` files of `directory`, checked against the format above. */
+export function loadStories (directory: string): Story[] {
+  const files = readdirSync(directory).filter((file) => /\.ya?ml$/.test(file)).sort()
+  return files.flatMap((file) => {
+    const data: unknown = parseYaml(readFileSync(join(directory, file), 'utf8'))
+    const errors = [...Value.Errors(StoryFile, data)].slice(0, 3).map((error) => `${error.path} ${error.message}`)
+    if (errors.length > 0) throw new Error(`Stories ${file} are invalid: ${errors.join('; ')}`)
+    const parsed = data as Static<typeof StoryFile>
+    return parsed.stories.map((story) => ({ ...story, today: story.today ?? parsed.today ?? DEFAULT_TODAY, file }))
+  })
+}
+
+export interface StepResult {
+  step: StoryStep
+  reply: string
+  intent: string
+  links: string[]
+  handoff: boolean
+  /** What differed from the story; empty when the step passed. */
+  problems: string[]
+}
+
+export interface StoryResult {
+  story: Story
+  steps: StepResult[]
+  passed: boolean
+}
+
+/** Where a story's conversation is held: a chat service whose clock reads `today`, and its transcript. */
+export type StoryChat = (today: string) => ChatService
+
+/** Plays a story against a fresh chat service and compares every turn with what the story expects. */
+export async function runStory (story: Story, chatFor: StoryChat): Promise<StoryResult> {
+  const chat = chatFor(story.today ?? DEFAULT_TODAY)
+  const apiKey = 'story'
+  const userId = 'story-customer'
+  let conversationId: string | undefined
+  const steps: StepResult[] = []
+  for (const step of story.steps) {
+    const sent = await chat.send({ apiKey, userId, message: step.user, ...(step.context === undefined ? {} : { context: step.context }), ...(conversationId === undefined ? {} : { conversationId }) })
+    conversationId = sent.conversationId
+    const { facts } = await chat.transcript(conversationId, apiKey)
+    const links = sent.links.map((link) => link.name)
+    const problems: string[] = []
+    if (sent.intent !== step.intent) problems.push(`intent ${sent.intent}, expected ${step.intent}`)
+    if (step.links !== undefined && links.join(',') !== step.links.join(',')) problems.push(`links [${links.join(', ')}], expected [${step.links.join(', ')}]`)
+    if (sent.handoff !== (step.handoff ?? false)) problems.push(`handoff ${String(sent.handoff)}, expected ${String(step.handoff ?? false)}`)
+    if (step.order !== undefined && (facts['order_id'] ?? null) !== step.order) problems.push(`order ${String(facts['order_id'] ?? null)}, expected ${String(step.order)}`)
+    if (step.purchase_date !== undefined && (facts['purchase_date'] ?? null) !== step.purchase_date) {
+      problems.push(`purchase date ${String(facts['purchase_date'] ?? null)}, expected ${String(step.purchase_date)}`)
+    }
+    const text = sent.reply.toLowerCase()
+    for (const expected of step.reply ?? []) if (!text.includes(expected.toLowerCase())) problems.push(`reply lacks "${expected}"`)
+    for (const unwanted of step.not_reply ?? []) if (text.includes(unwanted.toLowerCase())) problems.push(`reply has "${unwanted}"`)
+    steps.push({ step, reply: sent.reply, intent: sent.intent, links, handoff: sent.handoff, problems })
+  }
+  return { story, steps, passed: steps.every((step) => step.problems.length === 0) }
+}
