@@ -90,11 +90,12 @@ async function main (): Promise<void> {
 async function measureUnderstanding (): Promise<{ trainingMs: number, medianUs: number, p99Us: number, messages: number }> {
   const { parse } = await import('csv-parse/sync')
   const { loadDomainPack } = await import('../src/chat/domain-pack/load.ts')
-  const { trainIntentModel } = await import('../src/chat/nlu/training.ts')
+  const { trainUnderstanding } = await import('../src/chat/nlu/training.ts')
+  const { loadEnglishWords } = await import('../src/chat/nlu/english.ts')
   const { Understander } = await import('../src/chat/nlu/understand.ts')
   const pack = loadDomainPack()
   const start = performance.now()
-  const understander = new Understander(trainIntentModel(pack), pack.understanding)
+  const understander = new Understander(trainUnderstanding(pack, { isEnglishWord: loadEnglishWords().has }), pack.understanding)
   const trainingMs = performance.now() - start
   const rows = parse(readFileSync(new URL('../test/fixtures/intents-heldout.csv', import.meta.url)), { columns: true }) as Array<{ utterance: string }>
   const messages = rows.map((row) => row.utterance)

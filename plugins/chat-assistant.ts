@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ChatService } from '../src/chat/chat-service.ts'
 import { loadDomainPack } from '../src/chat/domain-pack/load.ts'
-import { trainIntentModel } from '../src/chat/nlu/training.ts'
+import { trainedForPack } from '../src/chat/nlu/model-cache.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,21 +13,27 @@ declare module 'fastify' {
 export interface ChatAssistantOptions {
   /** The domain pack (a directory or one file); the one in domain/ when unset. */
   domainPack?: string
+  /** Where trained models are cached; unset: trained at every start. */
+  modelCacheDir?: string
   /** SUPPORT_BASE_URL: the `{base}` of the reply links. */
   supportBaseUrl: string
   historyLimit: number
 }
 
 /**
- * The support assistant as an app resource: the domain pack loaded and checked, the intent model trained once, and
- * the chat service over the app's conversation store. An invalid pack fails start-up (a DomainPackError).
+ * The support assistant as an app resource: the domain pack loaded and checked, the intent model trained once (or
+ * read from the model cache), and the chat service over the app's conversation store. An invalid pack fails start-up
+ * (a DomainPackError).
  */
 async function chatAssistant (fastify: FastifyInstance, options: ChatAssistantOptions): Promise<void> {
   const pack = loadDomainPack(options.domainPack)
-  const model = trainIntentModel(pack)
+  const started = performance.now()
+  const { trained, source, cacheError } = trainedForPack(pack, options.modelCacheDir)
+  fastify.log.info({ source, ms: Math.round(performance.now() - started) }, source === 'cache' ? 'chat model read from the cache' : 'chat model trained')
+  if (cacheError !== undefined) fastify.log.warn({ err: cacheError }, 'the trained chat model could not be cached; it is trained again at every start')
   fastify.decorate('chatService', new ChatService({
     pack,
-    model,
+    trained,
     store: fastify.conversationStore,
     baseUrl: options.supportBaseUrl,
     historyLimit: options.historyLimit

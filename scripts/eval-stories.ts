@@ -7,12 +7,12 @@ import { ChatService } from '../src/chat/chat-service.ts'
 import { MemoryConversationStore } from '../src/chat/conversation-store.ts'
 import { DEFAULT_DOMAIN_PACK, loadDomainPack } from '../src/chat/domain-pack/load.ts'
 import { loadStories, runStory } from '../src/chat/evaluation/stories.ts'
-import { trainIntentModel } from '../src/chat/nlu/training.ts'
+import { DEFAULT_MODEL_CACHE, trainedForPack } from '../src/chat/nlu/model-cache.ts'
 
 const directory = process.env['DOMAIN_PACK'] ?? DEFAULT_DOMAIN_PACK
 const only = process.argv[2]
 const pack = loadDomainPack(directory)
-const model = trainIntentModel(pack)
+const { trained } = trainedForPack(pack, DEFAULT_MODEL_CACHE)
 const stories = loadStories(join(directory, 'stories')).filter((story) => only === undefined || story.story.includes(only) || story.file === only)
 
 let passed = 0
@@ -21,7 +21,7 @@ let failedTurns = 0
 for (const story of stories) {
   const result = await runStory(story, (today) => new ChatService({
     pack,
-    model,
+    trained,
     store: new MemoryConversationStore({ ttlMs: 3_600_000, maxConversations: 10 }),
     baseUrl: 'https://shop.example.com',
     historyLimit: 50,

@@ -57,6 +57,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   })
   await app.register(chatAssistant, {
     ...(chat.domainPack === undefined ? {} : { domainPack: chat.domainPack }),
+    ...(chat.modelCacheDir === undefined ? {} : { modelCacheDir: chat.modelCacheDir }),
     supportBaseUrl: chat.supportBaseUrl,
     historyLimit: chat.historyLimit
   })

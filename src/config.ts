@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { envSchema } from 'env-schema'
+import { DEFAULT_MODEL_CACHE } from './chat/nlu/model-cache.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
@@ -21,6 +22,7 @@ const EnvSchema = Type.Object({
   TMPDIR: Type.Optional(Type.String({ minLength: 1 })),
   DOMAIN_PACK: Type.Optional(Type.String({ minLength: 1 })),
   DOMAIN_FILE: Type.Optional(Type.String()),
+  MODEL_CACHE_DIR: Type.Optional(Type.String()),
   SUPPORT_BASE_URL: Type.String({ pattern: '^https?://[^\\s/]+', default: 'https://shop.example.com' }),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   REDIS_KEY_PREFIX: Type.String({ default: 'chat-metadata-api:' }),
@@ -42,6 +44,8 @@ export interface ExifToolConfig {
 export interface ChatConfig {
   /** The domain pack: a directory (responses.yaml + nlu/) or one YAML or JSON file; domain/ when unset. */
   domainPack?: string
+  /** Where trained models are cached, keyed by what trained them; undefined: no cache. */
+  modelCacheDir?: string
   /** `{base}` of the links in replies, without a trailing slash. */
   supportBaseUrl: string
   /** Conversations in Redis when set; in memory otherwise. */
@@ -118,6 +122,8 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     tempRoot: env.TMPDIR ?? tmpdir(),
     chat: {
       ...(env.DOMAIN_PACK === undefined ? {} : { domainPack: env.DOMAIN_PACK }),
+      // Unset: the project's cache directory; set but empty: no cache.
+      ...(env.MODEL_CACHE_DIR === '' ? {} : { modelCacheDir: env.MODEL_CACHE_DIR ?? DEFAULT_MODEL_CACHE }),
       supportBaseUrl: env.SUPPORT_BASE_URL.replace(/\/+$/, ''),
       ...(env.REDIS_URL === undefined ? {} : { redisUrl: env.REDIS_URL }),
       redisKeyPrefix: env.REDIS_KEY_PREFIX,

@@ -95,10 +95,11 @@ describe('entities in a message', () => {
     ['paid $49.99 and 20 euros on 2026-03-14', [['money', '$49.99'], ['money', '20 euros'], ['date', '2026-03-14']]],
     ['call 800 555 0100 or mail jo@x.org', [['number', '800'], ['number', '555'], ['number', '0100'], ['email', 'jo@x.org']]],
     ['see https://shop.example.com/a.', [['url', 'https://shop.example.com/a']]],
-    ['the 2nd of 3, 128gb, covid-19', [['number', '2nd'], ['number', '3']]],
+    ['2nd of 3, 128gb, covid-19', [['number', '2nd'], ['number', '3']]],
+    ['bought on the 2nd, arrived 3 days ago', [['date', '2026-11-02'], ['date', '2026-11-17']]],
     ['order 2026 of 12 items', [['number', '2026'], ['number', '12']]]
   ])('recognises the entities of %j', (message, expected) => {
-    expect(recogniseEntities(message).map((span) => [span.kind, span.value])).toEqual(expected)
+    expect(recogniseEntities(message, '2026-11-20').map((span) => [span.kind, span.value])).toEqual(expected)
   })
 
   it('a message that is only a short code offers it as a bare code, for the dialogue to take when it asked', () => {

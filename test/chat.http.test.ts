@@ -4,7 +4,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { INTENTS } from '../src/chat/intents.ts'
 import type { AppConfig } from '../src/config.ts'
-import { API_KEY, createTestApp, type TestApp } from './support/app.ts'
+import { API_KEY, createTestApp, TEST_CHAT_CONFIG, type TestApp } from './support/app.ts'
 
 // The real server on a real port, called with fetch; conversations in memory or in the real Redis on this machine.
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'
@@ -35,7 +35,7 @@ function chatConfig (redisKeyPrefix: string, redis: boolean): Partial<AppConfig>
   return {
     apiKeys: [API_KEY, OTHER_KEY],
     chat: {
-      supportBaseUrl: 'https://shop.example.com',
+      ...TEST_CHAT_CONFIG,
       redisKeyPrefix,
       conversationTtlMs: 3_600_000,
       maxConversations: 1000,

@@ -3,6 +3,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { DEFAULT_MODEL_CACHE } from '../src/chat/nlu/model-cache.ts'
 import { ConfigError, loadConfig } from '../src/config.ts'
 import { runProcess, type ProcessResult } from './support/processes.ts'
 
@@ -57,6 +58,7 @@ describe('loadConfig', () => {
       exiftool: { procs: availableParallelism(), taskTimeoutMs: 10_000, maxQueue: 256 },
       tempRoot: tmpdir(),
       chat: {
+        modelCacheDir: DEFAULT_MODEL_CACHE,
         supportBaseUrl: 'https://shop.example.com',
         redisKeyPrefix: 'chat-metadata-api:',
         conversationTtlMs: 86_400_000,
@@ -64,6 +66,10 @@ describe('loadConfig', () => {
         historyLimit: 50
       }
     })
+  })
+
+  it('an empty MODEL_CACHE_DIR turns the model cache off', () => {
+    expect(loadConfig({ API_KEYS: 'key-1', MODEL_CACHE_DIR: '' }).chat).not.toHaveProperty('modelCacheDir')
   })
 
   it('reads every variable', () => {
@@ -79,6 +85,7 @@ describe('loadConfig', () => {
       EXIFTOOL_MAX_QUEUE: '32',
       TMPDIR: '/var/tmp',
       DOMAIN_PACK: '/etc/shop/domain',
+      MODEL_CACHE_DIR: '/var/cache/chat',
       SUPPORT_BASE_URL: 'https://help.example.org/',
       REDIS_URL: 'redis://cache:6379/2',
       REDIS_KEY_PREFIX: 'shop:',
@@ -95,6 +102,7 @@ describe('loadConfig', () => {
       tempRoot: '/var/tmp',
       chat: {
         domainPack: '/etc/shop/domain',
+        modelCacheDir: '/var/cache/chat',
         supportBaseUrl: 'https://help.example.org',
         redisUrl: 'redis://cache:6379/2',
         redisKeyPrefix: 'shop:',

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { checkDomainPack, DEFAULT_DOMAIN_PACK, DomainPackError, loadDomainPack } from '../src/chat/domain-pack/load.ts'
 import { INTENTS } from '../src/chat/intents.ts'
 import { ReplyTemplate, renderLinkUrl } from '../src/chat/replies/templates.ts'
-import { API_KEY, createTestApp } from './support/app.ts'
+import { API_KEY, createTestApp, TEST_CHAT_CONFIG } from './support/app.ts'
 
 let dir: string
 /** The default pack merged into one object, as a single-file pack holds it. */
@@ -104,7 +104,7 @@ describe('DOMAIN_PACK', () => {
       pack['policies']['payment_methods'] = ['Visa', 'cash on delivery']
     })))
     const t = await createTestApp({
-      chat: { domainPack: file, supportBaseUrl: 'https://help.example.org', redisKeyPrefix: 'x:', conversationTtlMs: 60_000, maxConversations: 10, historyLimit: 10 }
+      chat: { ...TEST_CHAT_CONFIG, domainPack: file, supportBaseUrl: 'https://help.example.org', redisKeyPrefix: 'x:', conversationTtlMs: 60_000, maxConversations: 10, historyLimit: 10 }
     })
     try {
       const send = async (message: string, context: Record<string, string> = {}): Promise<{ reply: string, links: Array<{ url: string }> }> =>

@@ -6,15 +6,15 @@ import { DialoguePolicy, type Decision, type RequestContext } from './dialogue/p
 import type { DomainPack } from './domain-pack/schema.ts'
 import { ConversationNotFound } from './errors.ts'
 import type { IntentName } from './intents.ts'
-import type { IntentModel } from './nlu/intent-model.ts'
+import type { TrainedUnderstanding } from './nlu/training.ts'
 import { Understander } from './nlu/understand.ts'
 import { ReplyRenderer } from './replies/renderer.ts'
 import type { RenderedLink } from './replies/templates.ts'
 
 export interface ChatServiceOptions {
   pack: DomainPack
-  /** The intent model trained from the pack. */
-  model: IntentModel
+  /** The intent model and rejector trained from the pack. */
+  trained: TrainedUnderstanding
   store: ConversationStore
   /** SUPPORT_BASE_URL: the `{base}` of every link, without a trailing slash. */
   baseUrl: string
@@ -59,7 +59,7 @@ export class ChatService {
 
   constructor (options: ChatServiceOptions) {
     this.#pack = options.pack
-    this.understander = new Understander(options.model, options.pack.understanding)
+    this.understander = new Understander(options.trained, options.pack.understanding)
     this.#policy = new DialoguePolicy(options.pack)
     this.#renderer = new ReplyRenderer(options.pack, { baseUrl: options.baseUrl, ...(options.random === undefined ? {} : { random: options.random }) })
     this.#store = options.store
@@ -76,15 +76,18 @@ export class ChatService {
       ? newConversation(ownerKey, input.userId, timestamp)
       : await this.#owned(input.conversationId, ownerKey, input.userId)
 
-    const understanding = this.understander.understand(input.message)
-    const decision = this.#policy.decide(conversation, understanding, input.context ?? {}, today)
-    const previous = conversation.turns.findLast((turn) => turn.role === 'assistant')?.text
+    const understanding = this.understander.understand(input.message, today)
+    const previousTurn = conversation.turns.findLast((turn) => turn.role === 'assistant')
+    const decision = this.#policy.decide({ ...conversation, ...(previousTurn === undefined ? {} : { previousIntent: previousTurn.intent }) }, understanding, input.context ?? {}, today)
+    const previous = previousTurn?.text
     const reply = this.#renderer.render({ groups: this.#replyGroups(decision), facts: decision.facts, today, ...(previous === undefined ? {} : { previous }) })
     // Unreachable with a checked pack: every intent has a default template that needs no context, and so do fallbacks.
     if (reply === undefined) throw new Error(`No usable reply for intent ${decision.intent}`)
 
     conversation.facts = decision.facts
     conversation.misunderstoodInARow = decision.misunderstoodInARow
+    if (decision.topic === undefined) delete conversation.topic
+    else conversation.topic = decision.topic
     if (decision.pendingIntent === undefined) delete conversation.pendingIntent
     else conversation.pendingIntent = decision.pendingIntent
     conversation.turns.push(

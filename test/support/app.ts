@@ -4,10 +4,21 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
-import type { AppConfig } from '../../src/config.ts'
+import { DEFAULT_MODEL_CACHE } from '../../src/chat/nlu/model-cache.ts'
+import type { AppConfig, ChatConfig } from '../../src/config.ts'
 
 export const API_KEY = 'test-key-5f1c2a'
 export const AUTH = { authorization: `Bearer ${API_KEY}` }
+
+/** The chat settings of test apps; the model cache is the project's, so the suite trains the default pack once. */
+export const TEST_CHAT_CONFIG: ChatConfig = {
+  supportBaseUrl: 'https://shop.example.com',
+  modelCacheDir: DEFAULT_MODEL_CACHE,
+  redisKeyPrefix: 'chat-metadata-api-test:',
+  conversationTtlMs: 86_400_000,
+  maxConversations: 1000,
+  historyLimit: 50
+}
 
 export interface TestApp {
   app: FastifyInstance
@@ -35,13 +46,7 @@ export async function createTestApp (overrides: Partial<AppConfig> = {}): Promis
     maxImageBytes: 26_214_400,
     exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 64 },
     tempRoot,
-    chat: {
-      supportBaseUrl: 'https://shop.example.com',
-      redisKeyPrefix: 'chat-metadata-api-test:',
-      conversationTtlMs: 86_400_000,
-      maxConversations: 1000,
-      historyLimit: 50
-    },
+    chat: TEST_CHAT_CONFIG,
     ...overrides
   }
   const app = await buildApp(config, { logStream: stream })

@@ -16,6 +16,13 @@ export interface Turn {
 /** A value the conversation knows: from the request's context or from what the customer wrote. */
 export type Fact = string | number | boolean
 
+/** The last request the assistant acted on: a short follow-up is read in its light. */
+export interface Topic {
+  intent: SupportIntent
+  /** The situation the customer described for it (a broken item, a late parcel). */
+  situation?: string
+}
+
 /** Everything remembered about one conversation; stored as JSON. */
 export interface Conversation {
   id: string
@@ -26,6 +33,8 @@ export interface Conversation {
   updatedAt: string
   /** order_id, purchase_date, email, and any context member (customer_name…). */
   facts: Record<string, Fact>
+  /** The last request acted on; its order and dates are in `facts`. */
+  topic?: Topic
   /** An intent waiting for the order number the assistant asked for. */
   pendingIntent?: SupportIntent
   /** Consecutive customer messages the assistant did not understand. */

@@ -21,7 +21,14 @@ export const POLICY_VALUES = [
   'contact_phone',
   'contact_email',
   'contact_hours',
-  'contact_chat'
+  'contact_chat',
+  'return_shipping',
+  'exchanges',
+  'defective_items',
+  'missing_items',
+  'late_deliveries',
+  'discount_codes',
+  'account_security'
 ] as const
 
 /** Reply situations the dialogue itself decides, besides the situations an intent's examples describe. */

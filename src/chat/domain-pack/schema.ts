@@ -27,7 +27,15 @@ export const DomainPolicies = Type.Object({
     email: Text,
     hours: Text,
     chat: Type.Optional(Text)
-  }, { additionalProperties: false })
+  }, { additionalProperties: false }),
+  // What the shop does in the situations customers describe; a reply that needs one the pack lacks is not used.
+  return_shipping: Type.Optional(Text),
+  exchanges: Type.Optional(Text),
+  defective_items: Type.Optional(Text),
+  missing_items: Type.Optional(Text),
+  late_deliveries: Type.Optional(Text),
+  discount_codes: Type.Optional(Text),
+  account_security: Type.Optional(Text)
 }, { additionalProperties: false })
 
 export const DomainLink = Type.Object({
@@ -61,7 +69,12 @@ const intentProperties = Object.fromEntries(INTENTS.map((name) => [name, DomainI
   Record<typeof INTENTS[number], typeof DomainIntent>
 
 export const DomainUnderstanding = Type.Object({
-  /** Below this probability the message counts as not understood. */
+  /**
+   * The operating point of the rejector: below this calibrated probability of being a request the desk serves, a
+   * message is out of scope (`npm run eval` shows the trade-off).
+   */
+  rejection_threshold: Type.Number({ minimum: 0, maximum: 1, default: 0.5 }),
+  /** An intent less probable than this counts as not understood, even in scope. */
   confidence_threshold: Type.Number({ minimum: 0, maximum: 1 }),
   /** Words and phrases the model reads as one canonical word. */
   synonyms: Type.Record(Type.String({ pattern: '^[a-z]+$' }), Type.Array(Text, { minItems: 1 })),
@@ -69,15 +82,31 @@ export const DomainUnderstanding = Type.Object({
   anger_words: Type.Array(Text)
 }, { additionalProperties: false })
 
+const IntentName = Type.Union(INTENTS.map((name) => Type.Literal(name)))
+
+/** How the conversation is followed: what customers ask next about the same request. */
+export const DomainDialogue = Type.Object({
+  /**
+   * For each request, the requests a customer typically asks next about the same order ("has it shipped?" after an
+   * address change). A follow-up is read in their favour: the model's probability for each is multiplied by
+   * `follow_up_weight` before the best is chosen.
+   */
+  follow_ups: Type.Record(Type.String({ pattern: NAME }), Type.Array(IntentName), { default: {} }),
+  follow_up_weight: Type.Number({ minimum: 1, maximum: 100, default: 3 })
+}, { additionalProperties: false })
+
 export const DomainPack = Type.Object({
   name: Text,
   policies: DomainPolicies,
   links: Type.Record(Type.String({ pattern: NAME }), DomainLink),
   understanding: DomainUnderstanding,
+  dialogue: Type.Optional(DomainDialogue),
   /** Replies that do not belong to one intent. */
   fallback: Type.Object({
     /** The second message in a row the assistant did not understand. */
-    misunderstood_handoff: Templates
+    misunderstood_handoff: Templates,
+    /** A message that only gives a value (an order number, a date) before the customer has said what they want. */
+    value_without_request: Templates
   }, { additionalProperties: false }),
   intents: Type.Object(intentProperties, { additionalProperties: false })
 }, { additionalProperties: false })
@@ -85,7 +114,7 @@ export type DomainPack = Static<typeof DomainPack>
 
 /** One file of a pack directory's `nlu/`: examples (and situations) of one intent. */
 export const NluFile = Type.Object({
-  intent: Type.Union(INTENTS.map((name) => Type.Literal(name))),
+  intent: IntentName,
   examples: Type.Optional(Type.Array(Text)),
   situations: Type.Optional(Type.Record(Type.String({ pattern: NAME }), Type.Array(Text)))
 }, { additionalProperties: false })

@@ -1,4 +1,5 @@
-import { isCalendarDate } from '../calendar.ts'
+import { utcDate } from '../calendar.ts'
+import { findDates } from './dates.ts'
 
 /**
  * The one entity recogniser: the intent model reads its spans as placeholders ("order xordernumx"), the dialogue reads
@@ -13,7 +14,7 @@ export interface EntitySpan {
   /** Offsets in the text the spans were found in. */
   start: number
   end: number
-  /** The entity as written; for an order number, without its "#". */
+  /** The entity as written; for an order number, without its "#"; for a date, the day it names (YYYY-MM-DD). */
   value: string
 }
 
@@ -22,9 +23,9 @@ export interface MessageEntities {
   /** An order number: after "order"/"#", or a code of letters and digits, or a long run of digits. */
   orderId?: string
   email?: string
-  /** A calendar date written in the message, as YYYY-MM-DD. */
+  /** The first day the message names (YYYY-MM-DD): "2026-03-14", "8 October", "3 days ago", "the 8th". */
   date?: string
-  /** The date is when the customer bought or ordered ("I ordered it on 2026-03-14"). */
+  /** The message says the date is when the customer bought, ordered or received it ("I ordered it on the 8th"). */
   dateIsPurchase?: boolean
   /**
    * The message is only a short code ("4417", "it's A-12"): an order number if the assistant has just asked for one.
@@ -78,8 +79,29 @@ function tokenize (text: string): Token[] {
   return tokens
 }
 
-/** The entities of a text, left to right, not overlapping. */
-export function recogniseEntities (text: string): EntitySpan[] {
+/**
+ * The entities of a text, left to right, not overlapping. Dates are resolved against `today` (YYYY-MM-DD, UTC), the
+ * most recent such day when the text leaves the year or month open.
+ */
+export function recogniseEntities (text: string, today: string = utcDate(new Date())): EntitySpan[] {
+  const dates = findDates(text, today)
+  // A date-shaped token the parser did not read as a day (2026-02-30) is only a number.
+  const spans = recogniseTokens(text).map((span): EntitySpan => span.kind === 'date' ? { ...span, kind: 'number' } : span)
+  if (dates.length === 0) return spans
+  // A date the parser read wins over the numbers inside it; codes, addresses and amounts win over a date.
+  const merged = spans.filter((span) => !(span.kind === 'number' && dates.some((date) => overlaps(span, date))))
+  for (const date of dates) {
+    if (!merged.some((span) => overlaps(span, date))) merged.push({ kind: 'date', start: date.start, end: date.end, value: date.date })
+  }
+  return merged.sort((a, b) => a.start - b.start)
+}
+
+function overlaps (a: { start: number, end: number }, b: { start: number, end: number }): boolean {
+  return a.start < b.end && b.start < a.end
+}
+
+/** Entities of single tokens and their neighbours: codes, numbers, amounts, addresses, numeric dates. */
+function recogniseTokens (text: string): EntitySpan[] {
   const tokens = tokenize(text)
   const spans: EntitySpan[] = []
   const span = (kind: EntityKind, from: Token, to: Token, value: string): void => {
@@ -167,21 +189,18 @@ export function replaceEntities (text: string, spans: readonly EntitySpan[], pla
   return replaced + text.slice(last)
 }
 
-const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
-const DAY_MONTH_YEAR = /\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,7}\.?,? (\d{4})\b/i
-const MONTH_DAY_YEAR = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,7}\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4})\b/i
-const PURCHASE_WORDS = /\b(?:bought|purchased|ordered|order(?:ed)? (?:it )?on|placed|paid|got (?:it|them) on|delivered on|arrived on)\b/i
-const SPACES = /\s+/g
+const SENTENCE_END = /[.!?;]/
+const PURCHASE_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|paid|got|received|delivered|arrived|came)\b/i
 
 /** Entities in a customer's message; `spans` are its recognised entities when the caller has them already. */
 export function extractEntities (message: string, spans: readonly EntitySpan[] = recogniseEntities(message)): MessageEntities {
   const entities: MessageEntities = {}
   const email = spans.find((span) => span.kind === 'email')
   if (email !== undefined) entities.email = email.value
-  const date = findDate(message, spans)
+  const date = spans.find((span) => span.kind === 'date')
   if (date !== undefined) {
-    entities.date = date
-    entities.dateIsPurchase = PURCHASE_WORDS.test(message)
+    entities.date = date.value
+    entities.dateIsPurchase = PURCHASE_WORDS.test(nearby(message, date))
   }
   const orderId = spans.find((span) => span.kind === 'order_number')?.value
   if (orderId !== undefined) {
@@ -193,6 +212,13 @@ export function extractEntities (message: string, spans: readonly EntitySpan[] =
   return entities
 }
 
+/** Up to four words on each side of a span, within its sentence: what the span is said about. */
+function nearby (message: string, span: EntitySpan): string {
+  const before = message.slice(Math.max(0, span.start - 80), span.start).split(SENTENCE_END).at(-1)!.trim().split(/\s+/).slice(-4)
+  const after = message.slice(span.end, span.end + 80).split(SENTENCE_END)[0]!.trim().split(/\s+/).slice(0, 4)
+  return [...before, ...after].join(' ')
+}
+
 /** A message that is only a code answering "what is the order number?": "4417", "it's A-12", "sure, 55-X". */
 function answeredCode (message: string): string | undefined {
   let code: string | undefined
@@ -202,27 +228,4 @@ function answeredCode (message: string): string | undefined {
     code = token.text
   }
   return code
-}
-
-function findDate (message: string, spans: readonly EntitySpan[]): string | undefined {
-  for (const span of spans) {
-    if (span.kind === 'date' && ISO_DATE.test(span.value)) {
-      const [year, month, day] = span.value.split('-') as [string, string, string]
-      const date = `${year}-${month.padStart(2, '0')}-${day.padStart(2, '0')}`
-      if (isCalendarDate(date)) return date
-    }
-  }
-  // Single spaces, so that the patterns need no `\s+` next to another.
-  const text = message.replace(SPACES, ' ')
-  const dmy = DAY_MONTH_YEAR.exec(text)
-  if (dmy !== null) return calendarDate(dmy[3]!, dmy[2]!, dmy[1]!)
-  const mdy = MONTH_DAY_YEAR.exec(text)
-  if (mdy !== null) return calendarDate(mdy[3]!, mdy[1]!, mdy[2]!)
-  return undefined
-}
-
-function calendarDate (year: string, month: string, day: string): string | undefined {
-  const monthNumber = MONTHS.indexOf(month.slice(0, 3).toLowerCase()) + 1
-  const date = `${year}-${String(monthNumber).padStart(2, '0')}-${day.padStart(2, '0')}`
-  return isCalendarDate(date) ? date : undefined
 }

@@ -1,28 +1,37 @@
 import { stemmer } from 'stemmer'
-import { SpellingCorrector } from './spelling.ts'
 import type { EntitySpan } from './entities.ts'
+import { SpellingCorrector } from './spelling.ts'
 import { wordsOf } from './text.ts'
 
 export interface TrainingExample {
   text: string
-  intent: string
+  /** The class: an intent, or `intent/situation`. */
+  label: string
 }
+
+export type Synonyms = Readonly<Record<string, readonly string[]>>
 
 export interface IntentModelOptions {
   /** Domain words and phrases mapped to the one word the model learns ("money back" → "refund"). */
-  synonyms?: Readonly<Record<string, readonly string[]>>
+  synonyms?: Synonyms
+  /** Correctly spelt English words: never "corrected" into a word of the corpus. */
+  isEnglishWord?: (word: string) => boolean
   /** Passes over the corpus. */
   epochs?: number
   /** L2 penalty per update. */
   l2?: number
-  /** Seed of the example order, so that a corpus always trains the same model. */
-  seed?: number
+  /**
+   * Seeds of the example order: one model is trained per seed and their weights averaged, so that the model does
+   * not depend on the luck of one order. The same seeds always train the same model.
+   */
+  seeds?: readonly number[]
 }
 
-export interface IntentScore {
-  intent: string
-  /** Softmax probability of the best intent. */
-  confidence: number
+export interface ModelScore {
+  /** Probability of each class, in the order of `classes`. */
+  probabilities: Float64Array
+  /** How many of the words the model saw in training. */
+  knownWords: number
 }
 
 /** Words too common to say anything on their own; they still count as single words, not in word pairs. */
@@ -39,106 +48,144 @@ const CHAR_GRAM = 4
 /** Longer "words" (noise, pasted hashes) are one feature each, not stemmed, split into grams or cached. */
 const MAX_WORD_LENGTH = 32
 const MIN_GRADIENT = 1e-3
+/** Placeholders of entities ("xordernumx") are words of their own: no character grams. */
+const PLACEHOLDER = /^x[a-z]+x$/
 
 /**
  * The embedded intent classifier: multinomial logistic regression over stemmed words, pairs of content words and
- * character 4-grams (which carry misspellings and unseen word forms), hashed. Trains from the domain pack's examples
- * at start-up in a fraction of a second; classifies a message in microseconds.
+ * character 4-grams (which carry misspellings and unseen word forms), hashed, after spelling correction and the
+ * pack's synonyms. Trains from the domain pack's examples in seconds; classifies a message in microseconds.
  */
 export class IntentModel {
-  readonly intents: readonly string[]
-  readonly #corrector: SpellingCorrector
-  readonly #synonyms: ReadonlyMap<string, readonly SynonymPhrase[]>
-  readonly #words = new Map<string, WordFeatures>()
-  readonly #featureIndex: FeatureTable
+  /** The classes, sorted: intents and `intent/situation`s. */
+  readonly classes: readonly string[]
+  readonly #reader: WordReader
+  readonly #features: FeatureExtractor
+  readonly #table: FeatureTable
   readonly #weights: Float32Array
   readonly #bias: Float32Array
 
-  private constructor (
-    intents: readonly string[],
-    corrector: SpellingCorrector,
-    synonyms: ReadonlyMap<string, readonly SynonymPhrase[]>,
-    featureIndex: FeatureTable,
-    weights: Float32Array,
-    bias: Float32Array
-  ) {
-    this.intents = intents
-    this.#corrector = corrector
-    this.#synonyms = synonyms
-    this.#featureIndex = featureIndex
+  private constructor (classes: readonly string[], reader: WordReader, table: FeatureTable, weights: Float32Array, bias: Float32Array) {
+    this.classes = classes
+    this.#reader = reader
+    this.#features = new FeatureExtractor()
+    this.#table = table
     this.#weights = weights
     this.#bias = bias
   }
 
   static train (examples: readonly TrainingExample[], options: IntentModelOptions = {}): IntentModel {
-    const intents = [...new Set(examples.map((example) => example.intent))].sort()
-    const synonyms = compileSynonyms(options.synonyms ?? {})
-    const frequency = new Map<string, number>()
-    for (const example of examples) {
-      for (const word of wordsOf(example.text)) frequency.set(word, (frequency.get(word) ?? 0) + 1)
-    }
-    for (const [canonical, variants] of Object.entries(options.synonyms ?? {})) {
-      for (const word of [canonical, ...variants].flatMap((phrase) => phrase.split(' '))) {
-        frequency.set(word, (frequency.get(word) ?? 0) + 1)
-      }
-    }
-    const corrector = new SpellingCorrector(frequency)
-
-    // Features of every example, as compact indexes.
+    const classes = [...new Set(examples.map((example) => example.label))].sort()
+    const reader = WordReader.fromCorpus(examples.map((example) => example.text), options)
+    const extractor = new FeatureExtractor()
     const featureIndex = new Map<number, number>()
-    const empty = new IntentModel(intents, corrector, synonyms, new FeatureTable(new Map()), new Float32Array(0), new Float32Array(0))
     const rows = examples.map((example) => {
-      const indexes: number[] = []
-      for (const hash of empty.#features(example.text)) {
-        let index = featureIndex.get(hash)
+      const hashes = extractor.features(reader.words(example.text))
+      const indexes = new Int32Array(hashes.length)
+      for (let i = 0; i < hashes.length; i++) {
+        let index = featureIndex.get(hashes[i]!)
         if (index === undefined) {
           index = featureIndex.size
-          featureIndex.set(hash, index)
+          featureIndex.set(hashes[i]!, index)
         }
-        indexes.push(index)
+        indexes[i] = index
       }
-      return { indexes: Int32Array.from(indexes), label: intents.indexOf(example.intent) }
+      return { indexes, label: classes.indexOf(example.label) }
     })
-
-    const classes = intents.length
-    const weights = new Float32Array(featureIndex.size * classes)
-    const bias = new Float32Array(classes)
-    fit(rows, weights, bias, classes, options)
-    return new IntentModel(intents, corrector, synonyms, new FeatureTable(featureIndex), weights, bias)
-  }
-
-  /** The most probable intent and its probability. */
-  classify (text: string, spans?: readonly EntitySpan[]): IntentScore {
-    const probabilities = this.probabilities(text, spans)
-    let best = 0
-    for (let i = 1; i < probabilities.length; i++) if (probabilities[i]! > probabilities[best]!) best = i
-    return { intent: this.intents[best]!, confidence: probabilities[best]! }
-  }
-
-  /** Probability of each intent, in the order of `intents`. */
-  probabilities (text: string, spans?: readonly EntitySpan[]): Float64Array {
-    const classes = this.intents.length
-    const weights = this.#weights
-    const table = this.#featureIndex
-    const scores = Float64Array.from(this.#bias)
-    const features = this.#features(text, spans)
-    let known = 0
-    for (let f = 0; f < features.length; f++) {
-      const row = table.get(features[f]!)
-      features[f] = row
-      if (row >= 0) known++
+    const weights = new Float32Array(featureIndex.size * classes.length)
+    const bias = new Float32Array(classes.length)
+    const seeds = options.seeds ?? [1]
+    for (const seed of seeds) {
+      const fitted = fit(rows, featureIndex.size, classes.length, { ...options, seed })
+      for (let i = 0; i < weights.length; i++) weights[i]! += fitted.weights[i]! / seeds.length
+      for (let c = 0; c < bias.length; c++) bias[c]! += fitted.bias[c]! / seeds.length
     }
-    const scale = known === 0 ? 0 : 1 / Math.sqrt(known)
+    return new IntentModel(classes, reader, FeatureTable.from(featureIndex), weights, bias)
+  }
+
+  /** The words the model reads in a text: normalised, spelling corrected, synonyms mapped. */
+  words (text: string, spans?: readonly EntitySpan[]): string[] {
+    return this.#reader.words(text, spans)
+  }
+
+  /** Class probabilities for words from `words()`. */
+  score (words: readonly string[]): ModelScore {
+    const classes = this.classes.length
+    const weights = this.#weights
+    const scores = Float64Array.from(this.#bias)
+    const features = this.#features.features(words)
+    let knownFeatures = 0
+    for (let f = 0; f < features.length; f++) {
+      const row = this.#table.get(features[f]!)
+      features[f] = row
+      if (row >= 0) knownFeatures++
+    }
+    const scale = knownFeatures === 0 ? 0 : 1 / Math.sqrt(knownFeatures)
     for (let f = 0; f < features.length; f++) {
       const row = features[f]!
       if (row < 0) continue
       const offset = row * classes
       for (let c = 0; c < classes; c++) scores[c]! += weights[offset + c]! * scale
     }
-    return softmax(scores)
+    softmaxInPlace(scores)
+    let knownWords = 0
+    for (const word of words) if (this.#table.get(this.#features.stemHash(word)) >= 0) knownWords++
+    return { probabilities: scores, knownWords }
   }
 
-  /** The words the model sees for a text, spelling corrected and synonyms mapped, before stemming. */
+  /** The model as bytes, for the on-disk cache; `fromBytes` restores it exactly. */
+  toBytes (): Uint8Array {
+    const header = JSON.stringify({
+      format: MODEL_FORMAT,
+      classes: this.classes,
+      vocabulary: [...this.#reader.vocabulary],
+      synonyms: this.#reader.synonyms,
+      features: this.#table.size,
+      weights: this.#weights.length
+    })
+    const arrays = [this.#table.keys(), this.#table.rows(), this.#weights, this.#bias]
+    return packBytes(header, arrays)
+  }
+
+  static fromBytes (bytes: Uint8Array, options: Pick<IntentModelOptions, 'isEnglishWord'> = {}): IntentModel {
+    const { header, arrays } = unpackBytes(bytes)
+    const data = JSON.parse(header) as { format: number, classes: string[], vocabulary: Array<[string, number]>, synonyms: Synonyms, features: number, weights: number }
+    if (data.format !== MODEL_FORMAT) throw new Error(`model format ${data.format}, expected ${MODEL_FORMAT}`)
+    const [keys, rows, weights, bias] = arrays as [Uint8Array, Uint8Array, Uint8Array, Uint8Array]
+    const reader = new WordReader(new Map(data.vocabulary), data.synonyms, options.isEnglishWord)
+    const table = FeatureTable.fromArrays(new Uint32Array(keys.buffer, keys.byteOffset, data.features), new Int32Array(rows.buffer, rows.byteOffset, data.features))
+    return new IntentModel(data.classes, reader, table, new Float32Array(weights.buffer, weights.byteOffset, data.weights), new Float32Array(bias.buffer, bias.byteOffset, data.classes.length))
+  }
+}
+
+/** Bumped whenever features or the byte layout change: a cached model of another format is trained again. */
+const MODEL_FORMAT = 2
+
+/** Text → the words the model reads: normalised (text.ts), spelling corrected against the corpus, synonyms mapped. */
+class WordReader {
+  readonly vocabulary: ReadonlyMap<string, number>
+  readonly synonyms: Synonyms
+  readonly #corrector: SpellingCorrector
+  readonly #phrases: ReadonlyMap<string, readonly SynonymPhrase[]>
+
+  constructor (vocabulary: ReadonlyMap<string, number>, synonyms: Synonyms, isEnglishWord?: (word: string) => boolean) {
+    this.vocabulary = vocabulary
+    this.synonyms = synonyms
+    this.#corrector = new SpellingCorrector(vocabulary, isEnglishWord)
+    this.#phrases = compileSynonyms(synonyms)
+  }
+
+  /** The corpus's words and how often each occurs, synonyms' words included. */
+  static fromCorpus (texts: readonly string[], options: IntentModelOptions): WordReader {
+    const frequency = new Map<string, number>()
+    const count = (word: string): void => { frequency.set(word, (frequency.get(word) ?? 0) + 1) }
+    for (const text of texts) for (const word of wordsOf(text)) count(word)
+    for (const [canonical, variants] of Object.entries(options.synonyms ?? {})) {
+      for (const word of [canonical, ...variants].flatMap((phrase) => phrase.split(' '))) count(word)
+    }
+    return new WordReader(frequency, options.synonyms ?? {}, options.isEnglishWord)
+  }
+
   words (text: string, spans?: readonly EntitySpan[]): string[] {
     const corrected: string[] = []
     for (const token of wordsOf(text, spans)) {
@@ -147,50 +194,11 @@ export class IntentModel {
     return this.#applySynonyms(corrected)
   }
 
-  /** Hashes of the text's features (a feature seen twice counts twice). */
-  #features (text: string, spans?: readonly EntitySpan[]): number[] {
-    const features: number[] = []
-    const words = this.words(text, spans)
-    let previous: string | undefined
-    for (const word of words) {
-      const { stem, content, hashes } = this.#word(word)
-      for (let h = 0; h < hashes.length; h++) features.push(hashes[h]!)
-      if (content) {
-        if (previous !== undefined) features.push(hash(FEATURE_SEEDS.pair, previous, stem))
-        previous = stem
-      }
-    }
-    if (words.length === 0) features.push(hash(FEATURE_SEEDS.bias, ''))
-    return features
-  }
-
-  /** A word's own features (its stem and character 4-grams), computed once per word. */
-  #word (word: string): WordFeatures {
-    if (word.length > MAX_WORD_LENGTH) return { stem: word, content: true, hashes: Uint32Array.of(hash(FEATURE_SEEDS.word, word)) }
-    let features = this.#words.get(word)
-    if (features === undefined) {
-      const stem = stemmer(word)
-      const hashes = [hash(FEATURE_SEEDS.word, stem)]
-      const content = !FUNCTION_WORDS.has(word)
-      if (content && word.length >= CHAR_GRAM && !word.startsWith('x')) {
-        const padded = ` ${word} `
-        for (let at = 0; at + CHAR_GRAM <= padded.length; at++) {
-          hashes.push(hashSlice(FEATURE_SEEDS.gram, padded, at, at + CHAR_GRAM))
-        }
-      }
-      features = { stem, content, hashes: Uint32Array.from(hashes) }
-      // Bounded: a stream of random text must not grow memory without limit.
-      if (this.#words.size >= 50_000) this.#words.clear()
-      this.#words.set(word, features)
-    }
-    return features
-  }
-
   #applySynonyms (words: string[]): string[] {
-    if (this.#synonyms.size === 0) return words
+    if (this.#phrases.size === 0) return words
     const mapped: string[] = []
     for (let at = 0; at < words.length;) {
-      const match = this.#synonyms.get(words[at]!)?.find((phrase) =>
+      const match = this.#phrases.get(words[at]!)?.find((phrase) =>
         phrase.words.every((part, offset) => words[at + offset] === part))
       if (match === undefined) {
         mapped.push(words[at]!)
@@ -204,20 +212,13 @@ export class IntentModel {
   }
 }
 
-interface WordFeatures {
-  stem: string
-  /** Not a function word: takes part in word pairs. */
-  content: boolean
-  hashes: Uint32Array
-}
-
 interface SynonymPhrase {
   words: readonly string[]
   canonical: string
 }
 
 /** Synonym phrases indexed by their first word, longest first so that "money back" wins over "money". */
-function compileSynonyms (synonyms: Readonly<Record<string, readonly string[]>>): Map<string, SynonymPhrase[]> {
+function compileSynonyms (synonyms: Synonyms): Map<string, SynonymPhrase[]> {
   const byFirstWord = new Map<string, SynonymPhrase[]>()
   for (const [canonical, variants] of Object.entries(synonyms)) {
     for (const variant of variants) {
@@ -232,24 +233,99 @@ function compileSynonyms (synonyms: Readonly<Record<string, readonly string[]>>)
   return byFirstWord
 }
 
+interface WordFeatures {
+  stem: string
+  /** Not a function word: takes part in word pairs. */
+  content: boolean
+  hashes: Uint32Array
+}
+
+/** Words → feature hashes: each word's stem and character 4-grams, and pairs of neighbouring content words. */
+class FeatureExtractor {
+  readonly #words = new Map<string, WordFeatures>()
+
+  /** Hashes of the features (a feature seen twice counts twice). */
+  features (words: readonly string[]): number[] {
+    const features: number[] = []
+    let previous: string | undefined
+    for (const word of words) {
+      const { stem, content, hashes } = this.#word(word)
+      for (let h = 0; h < hashes.length; h++) features.push(hashes[h]!)
+      if (content) {
+        if (previous !== undefined) features.push(hash(FEATURE_SEEDS.pair, previous, stem))
+        previous = stem
+      }
+    }
+    if (words.length === 0) features.push(hash(FEATURE_SEEDS.bias, ''))
+    return features
+  }
+
+  /** The hash of the word's stem: whether the model knows the word at all. */
+  stemHash (word: string): number {
+    return this.#word(word).hashes[0]!
+  }
+
+  /** A word's own features (its stem and character 4-grams), computed once per word. */
+  #word (word: string): WordFeatures {
+    if (word.length > MAX_WORD_LENGTH) return { stem: word, content: true, hashes: Uint32Array.of(hash(FEATURE_SEEDS.word, word)) }
+    let features = this.#words.get(word)
+    if (features === undefined) {
+      const stem = stemmer(word)
+      const hashes = [hash(FEATURE_SEEDS.word, stem)]
+      const content = !FUNCTION_WORDS.has(word)
+      if (content && word.length >= CHAR_GRAM && !PLACEHOLDER.test(word)) {
+        const padded = ` ${word} `
+        for (let at = 0; at + CHAR_GRAM <= padded.length; at++) {
+          hashes.push(hashSlice(FEATURE_SEEDS.gram, padded, at, at + CHAR_GRAM))
+        }
+      }
+      features = { stem, content, hashes: Uint32Array.from(hashes) }
+      // Bounded: a stream of random text must not grow memory without limit.
+      if (this.#words.size >= 50_000) this.#words.clear()
+      this.#words.set(word, features)
+    }
+    return features
+  }
+}
+
 /** Feature hash → row of the weight matrix, as an open-addressing table: no allocation per look-up. */
 class FeatureTable {
+  readonly size: number
   readonly #keys: Uint32Array
   readonly #rows: Int32Array
   readonly #mask: number
 
-  constructor (index: ReadonlyMap<number, number>) {
-    let size = 16
-    while (size < index.size * 2) size *= 2
-    this.#keys = new Uint32Array(size)
-    this.#rows = new Int32Array(size).fill(-1)
-    this.#mask = size - 1
+  private constructor (size: number, keys: Uint32Array, rows: Int32Array) {
+    this.size = size
+    this.#keys = keys
+    this.#rows = rows
+    this.#mask = keys.length - 1
+  }
+
+  static from (index: ReadonlyMap<number, number>): FeatureTable {
+    const keys = new Uint32Array(index.size)
+    const rows = new Int32Array(index.size)
+    let i = 0
     for (const [key, row] of index) {
-      let slot = key & this.#mask
-      while (this.#rows[slot]! >= 0) slot = (slot + 1) & this.#mask
-      this.#keys[slot] = key
-      this.#rows[slot] = row
+      keys[i] = key
+      rows[i++] = row
     }
+    return FeatureTable.fromArrays(keys, rows)
+  }
+
+  static fromArrays (keys: Uint32Array, rows: Int32Array): FeatureTable {
+    let size = 16
+    while (size < keys.length * 2) size *= 2
+    const slots = new Uint32Array(size)
+    const slotRows = new Int32Array(size).fill(-1)
+    const mask = size - 1
+    for (let i = 0; i < keys.length; i++) {
+      let slot = keys[i]! & mask
+      while (slotRows[slot]! >= 0) slot = (slot + 1) & mask
+      slots[slot] = keys[i]!
+      slotRows[slot] = rows[i]!
+    }
+    return new FeatureTable(keys.length, slots, slotRows)
   }
 
   /** The row of `key`, or -1. */
@@ -261,6 +337,14 @@ class FeatureTable {
       slot = (slot + 1) & this.#mask
     }
   }
+
+  keys (): Uint32Array {
+    return this.#keys.filter((_key, slot) => this.#rows[slot]! >= 0)
+  }
+
+  rows (): Int32Array {
+    return this.#rows.filter((row) => row >= 0)
+  }
 }
 
 interface Row {
@@ -268,14 +352,16 @@ interface Row {
   label: number
 }
 
-/** Multinomial logistic regression by stochastic gradient descent with AdaGrad step sizes. */
-function fit (rows: Row[], weights: Float32Array, bias: Float32Array, classes: number, options: IntentModelOptions): void {
+/** Multinomial logistic regression by stochastic gradient descent with AdaGrad step sizes, one seed. */
+function fit (rows: readonly Row[], features: number, classes: number, options: IntentModelOptions & { seed: number }): { weights: Float32Array, bias: Float32Array } {
   const epochs = options.epochs ?? 7
   const l2 = options.l2 ?? 1e-5
   const rate = 0.5
+  const weights = new Float32Array(features * classes)
+  const bias = new Float32Array(classes)
   const squared = new Float32Array(weights.length).fill(1e-8)
   const biasSquared = new Float32Array(classes).fill(1e-8)
-  const random = mulberry32(options.seed ?? 1)
+  const random = mulberry32(options.seed)
   const order = rows.map((_, i) => i)
   const scores = new Float64Array(classes)
   const gradients = new Float64Array(classes)
@@ -315,12 +401,7 @@ function fit (rows: Row[], weights: Float32Array, bias: Float32Array, classes: n
       }
     }
   }
-}
-
-function softmax (scores: Float64Array): Float64Array {
-  const out = Float64Array.from(scores)
-  softmaxInPlace(out)
-  return out
+  return { weights, bias }
 }
 
 function softmaxInPlace (scores: Float64Array): void {
@@ -369,4 +450,42 @@ function shuffle<T> (items: T[], random: () => number): void {
     items[i] = items[j]!
     items[j] = swap
   }
+}
+
+/** A JSON header and typed arrays in one buffer: [header length][header][each array's byte length and bytes, 8-aligned]. */
+function packBytes (header: string, arrays: ReadonlyArray<ArrayBufferView>): Uint8Array {
+  const headerBytes = Buffer.from(header, 'utf8')
+  const align = (n: number): number => Math.ceil(n / 8) * 8
+  let size = align(4 + headerBytes.length)
+  for (const array of arrays) size += 8 + align(array.byteLength)
+  const bytes = new Uint8Array(size)
+  const view = new DataView(bytes.buffer)
+  view.setUint32(0, headerBytes.length, true)
+  bytes.set(headerBytes, 4)
+  let at = align(4 + headerBytes.length)
+  for (const array of arrays) {
+    view.setUint32(at, array.byteLength, true)
+    bytes.set(new Uint8Array(array.buffer, array.byteOffset, array.byteLength), at + 8)
+    at += 8 + align(array.byteLength)
+  }
+  return bytes
+}
+
+function unpackBytes (bytes: Uint8Array): { header: string, arrays: Uint8Array[] } {
+  // A copy that starts at offset 0 (a Buffer's slice() would share its pool), so that every array starts at an
+  // offset its element size divides.
+  const copy = new Uint8Array(bytes.byteLength)
+  copy.set(bytes)
+  const buffer = copy.buffer
+  const view = new DataView(buffer)
+  const align = (n: number): number => Math.ceil(n / 8) * 8
+  const headerLength = view.getUint32(0, true)
+  const header = Buffer.from(buffer, 4, headerLength).toString('utf8')
+  const arrays: Uint8Array[] = []
+  for (let at = align(4 + headerLength); at < buffer.byteLength;) {
+    const length = view.getUint32(at, true)
+    arrays.push(new Uint8Array(buffer, at + 8, length))
+    at += 8 + align(length)
+  }
+  return { header, arrays }
 }

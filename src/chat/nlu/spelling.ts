@@ -1,7 +1,8 @@
 import { squeezeRepeats } from './text.ts'
 
 /**
- * Corrects words the training corpus never used: one edit away from a known word (symmetric deletes, which also
+ * Corrects words the training corpus never used, unless they are correctly spelt English (a real word the corpus lacks
+ * is not a misspelling of a shop word: "tyre" is not "type", "salad" is not "sale"): one edit away from a known word (symmetric deletes, which also
  * cover a swap of neighbouring letters), or two known words written together ("trackmy" → "track my").
  * Letters repeated for emphasis are reduced first ("pleeease"). The most frequent candidate wins; words of fewer than
  * four letters are left alone, and so are words longer than any real one (the work per word stays bounded).
@@ -11,12 +12,14 @@ const MAX_CORRECTED_LENGTH = 24
 
 export class SpellingCorrector {
   readonly #frequency: ReadonlyMap<string, number>
+  readonly #isEnglishWord: (word: string) => boolean
   /** Each known word, and each of its one-letter deletions, mapped to the most frequent known word it comes from. */
   readonly #byDeletion = new Map<string, string>()
   readonly #cache = new Map<string, readonly string[]>()
 
-  constructor (frequency: ReadonlyMap<string, number>) {
+  constructor (frequency: ReadonlyMap<string, number>, isEnglishWord: (word: string) => boolean = () => false) {
     this.#frequency = frequency
+    this.#isEnglishWord = isEnglishWord
     for (const word of frequency.keys()) {
       if (word.length < 4) continue
       for (const variant of [word, ...deletions(word)]) this.#remember(variant, word)
@@ -30,7 +33,9 @@ export class SpellingCorrector {
     if (cached !== undefined) return cached
     const squeezed = squeezeRepeats(word)
     if (squeezed.length > MAX_CORRECTED_LENGTH) return [squeezed]
-    const corrected = this.#frequency.has(squeezed) ? [squeezed] : this.#closest(squeezed) ?? this.#split(squeezed) ?? [squeezed]
+    const corrected = this.#frequency.has(squeezed) || this.#isEnglishWord(squeezed) || this.#isEnglishWord(word)
+      ? [squeezed]
+      : this.#closest(squeezed) ?? this.#split(squeezed) ?? [squeezed]
     // Bounded in count and size: unseen words are few, but a stream of random text must not grow memory without limit.
     if (word.length <= 2 * MAX_CORRECTED_LENGTH) {
       if (this.#cache.size >= 20_000) this.#cache.clear()

@@ -1,53 +1,122 @@
 import type { DomainPack } from '../domain-pack/schema.ts'
-import { isIntentName, OUT_OF_SCOPE, type IntentName } from '../intents.ts'
+import { OUT_OF_SCOPE, SOCIAL_INTENTS, type IntentName } from '../intents.ts'
 import { extractEntities, recogniseEntities, type MessageEntities } from './entities.ts'
 import type { IntentModel } from './intent-model.ts'
+import { ClassIndex, type Candidate, type Reading } from './reading.ts'
+import type { Rejector } from './rejection.ts'
+import { ENTITY_TOKENS } from './text.ts'
+import type { TrainedUnderstanding } from './training.ts'
 
-export interface Candidate {
-  intent: IntentName
-  probability: number
-}
+export type { Candidate } from './reading.ts'
+
+/**
+ * How the message stands: a request the desk serves (`understood`), one it recognises as outside what it does
+ * (`out_of_scope`: a recipe, the weather), or one it could not make out (`not_understood`).
+ */
+export type UnderstandingStatus = 'understood' | 'out_of_scope' | 'not_understood'
 
 /** What one message says, read on its own: the dialogue policy decides what it means in the conversation. */
 export interface Understanding {
+  /** The intent read; out_of_scope unless `status` is understood. */
   intent: IntentName
-  /** The model's probability for `intent`; for out_of_scope given because nothing was likely enough, 1 − the best. */
+  /** A situation of that intent the message describes (a broken item, a late parcel), if any. */
+  situation?: string
+  status: UnderstandingStatus
+  /** The model's probability for `intent`; for a message not understood, 1 − the best. */
   confidence: number
-  /** The model's most probable intents, best first. */
+  /** The rejector's calibrated probability that the message is one the desk serves. */
+  inScope: number
+  /** The model's most probable intents, best first, each with its situations' probability added in. */
   candidates: Candidate[]
   entities: MessageEntities
+  /** The message only gives a value (an order number, a date, an e-mail), as an answer does: "it's A-12", "last week". */
+  valueOnly: boolean
   /** Swearing, the pack's anger words, shouting in capitals, or "!!!". */
   angry: boolean
 }
 
-const CANDIDATES = 5
 const ANGRY_PUNCTUATION = /[!?]{3,}/
+const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
+const VALUE_TOKENS = new Set<string>([ENTITY_TOKENS.order_number, ENTITY_TOKENS.date, ENTITY_TOKENS.email])
+/** Words around a value in an answer: "my order number is …", "I bought it …", "what about order …". */
+const ANSWER_WORDS = new Set([
+  'it', 'its', 's', 'is', 'was', 'the', 'a', 'my', 'our', 'mine', 'number', 'order', 'no', 'nr', 'num', 'id', 'ref',
+  'reference', 'here', 'sure', 'yes', 'yeah', 'yep', 'ok', 'thanks', 'thank', 'you', 'please', 'and', 'also', 'what',
+  'about', 'how', 'for', 'on', 'in', 'at', 'from', 'i', 'we', 'bought', 'purchased', 'ordered', 'got', 'them', 'this',
+  'that', 'one', 'date', 'email', 'mail', 'address', 'around', 'roughly', 'maybe', 'think', 'of', 'same', 'xnumx'
+])
+/** Clause boundaries: sentence punctuation, commas and joining words ("thanks! and where is…"). */
+const CLAUSES = /[.!?;,:\n]+|\s(?:and|but|also|plus|btw)\s/i
 
-/** Understanding of single messages: the intent model, the entity recogniser and the pack's understanding settings. */
+/**
+ * Understanding of single messages: the entity recogniser, the intent model and the rejector, with the pack's
+ * understanding settings.
+ */
 export class Understander {
   readonly model: IntentModel
-  readonly #threshold: number
+  readonly #rejector: Rejector
+  readonly #classes: ClassIndex
+  readonly #rejectionThreshold: number
+  readonly #confidenceFloor: number
   readonly #angerWords: RegExp
 
-  constructor (model: IntentModel, settings: DomainPack['understanding']) {
-    this.model = model
-    this.#threshold = settings.confidence_threshold
+  constructor (trained: TrainedUnderstanding, settings: DomainPack['understanding']) {
+    this.model = trained.model
+    this.#rejector = trained.rejector
+    this.#classes = new ClassIndex(trained.model.classes)
+    this.#rejectionThreshold = settings.rejection_threshold
+    this.#confidenceFloor = settings.confidence_threshold
     const words = settings.anger_words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
     this.#angerWords = new RegExp(`\\b(?:${words.join('|') || '(?!)'})`, 'i')
   }
 
-  understand (message: string): Understanding {
-    const spans = recogniseEntities(message)
-    const probabilities = this.model.probabilities(message, spans)
-    const candidates = topCandidates(this.model.intents, probabilities)
-    const best = candidates[0]!
-    let intent = best.intent
-    let confidence = best.probability
-    if (confidence < this.#threshold && intent !== OUT_OF_SCOPE) {
-      intent = OUT_OF_SCOPE
-      confidence = 1 - confidence
+  /** What `message` says; `today` (YYYY-MM-DD, UTC) resolves dates such as "yesterday" and "the 8th". */
+  understand (message: string, today?: string): Understanding {
+    const spans = recogniseEntities(message, today)
+    const words = this.model.words(message, spans)
+    let reading = this.#read(words)
+    // A courtesy with a request ("thanks! and where is my parcel?") is the request.
+    if (SOCIAL.has(reading.intent)) reading = this.#requestBesideCourtesy(message, today) ?? reading
+    const { intent, situation, candidates, confidence, signals } = reading
+    const inScope = this.#rejector.inScopeProbability(signals)
+    const status = this.#status(reading, inScope)
+    return {
+      intent: status === 'understood' ? intent : OUT_OF_SCOPE,
+      ...(status === 'understood' && situation !== undefined ? { situation } : {}),
+      status,
+      confidence: round(status === 'not_understood' ? 1 - confidence : confidence),
+      inScope: round(inScope),
+      candidates,
+      entities: extractEntities(message, spans),
+      valueOnly: isValueOnly(words),
+      angry: this.#isAngry(message)
     }
-    return { intent, confidence: round(confidence), candidates, entities: extractEntities(message, spans), angry: this.#isAngry(message) }
+  }
+
+  /**
+   * In scope and confident enough: understood. Out of scope by the rejector or the model, with words the model
+   * knows: recognised as off-topic. Otherwise (mostly unknown words, or no intent likely enough): not understood.
+   */
+  #status (reading: Reading, inScope: number): UnderstandingStatus {
+    if (reading.intent !== OUT_OF_SCOPE && inScope >= this.#rejectionThreshold) {
+      return reading.confidence >= this.#confidenceFloor ? 'understood' : 'not_understood'
+    }
+    return reading.signals.coverage >= 0.5 ? 'out_of_scope' : 'not_understood'
+  }
+
+  #read (words: readonly string[]): Reading {
+    return this.#classes.read(this.model.score(words), words.length)
+  }
+
+  /** The best reading of the message without its courtesy clauses, when that is a request. */
+  #requestBesideCourtesy (message: string, today?: string): Reading | undefined {
+    const clauses = message.split(CLAUSES).filter((clause) => /[a-z]/i.test(clause))
+    if (clauses.length < 2) return undefined
+    const requests = clauses.filter((clause) => !SOCIAL.has(this.#read(this.model.words(clause, recogniseEntities(clause, today))).intent))
+    if (requests.length === 0) return undefined
+    const rest = requests.join('. ')
+    const reading = this.#read(this.model.words(rest, recogniseEntities(rest, today)))
+    return reading.intent === OUT_OF_SCOPE || reading.confidence < this.#confidenceFloor ? undefined : reading
   }
 
   #isAngry (message: string): boolean {
@@ -57,13 +126,13 @@ export class Understander {
   }
 }
 
-function topCandidates (intents: readonly string[], probabilities: Float64Array): Candidate[] {
-  const candidates: Candidate[] = []
-  for (let i = 0; i < intents.length; i++) {
-    const intent = intents[i]!
-    candidates.push({ intent: isIntentName(intent) ? intent : OUT_OF_SCOPE, probability: probabilities[i]! })
+function isValueOnly (words: readonly string[]): boolean {
+  let values = 0
+  for (const word of words) {
+    if (VALUE_TOKENS.has(word)) values++
+    else if (!ANSWER_WORDS.has(word)) return false
   }
-  return candidates.sort((a, b) => b.probability - a.probability).slice(0, CANDIDATES)
+  return values > 0
 }
 
 function round (value: number): number {

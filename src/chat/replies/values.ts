@@ -18,6 +18,10 @@ export function policyValues (pack: DomainPack): Map<string, string> {
     ['contact_hours', policies.contact.hours]
   ])
   if (policies.contact.chat !== undefined) values.set('contact_chat', policies.contact.chat)
+  for (const name of ['return_shipping', 'exchanges', 'defective_items', 'missing_items', 'late_deliveries', 'discount_codes', 'account_security'] as const) {
+    const policy = policies[name]
+    if (policy !== undefined) values.set(name, policy)
+  }
   return values
 }
 

@@ -1,0 +1,69 @@
+import * as chrono from 'chrono-node'
+import { dayNumber, isoDate } from '../calendar.ts'
+
+/** A date a message mentions, resolved against today. */
+export interface MentionedDate {
+  /** Offsets in the message. */
+  start: number
+  end: number
+  /** YYYY-MM-DD. */
+  date: string
+}
+
+/**
+ * Dates in English text, by chrono-node: absolute ("8 October 2026", "10/08", "Nov 8"), relative ("3 days ago",
+ * "last week", "yesterday") and "the 8th". Only dates whose day is known count ("last month" does not). When the text
+ * leaves the year, month or week open, the date is the most recent one not after today: customers write about what
+ * has happened ("I bought it on the 8th", "it came on Monday").
+ */
+const parser = chrono.casual.clone()
+// "the 8th", "on the 3rd": a day of this month (chrono wants a month name with it).
+parser.parsers.push({
+  pattern: () => /\bthe (\d{1,2})(?:st|nd|rd|th)\b/i,
+  extract: (_context, match) => {
+    const day = Number(match[1])
+    return day >= 1 && day <= 31 ? { day } : null
+  }
+})
+
+/** Only text with a digit or a date word goes through the parser: most messages have neither. */
+const DATE_HINT = /\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun|yesterday|today|tonight|tomorrow|ago|last|week|fortnight|weekend)/i
+/** Same-length rewrites chrono understands: "two weeks back" is "two weeks ago ", "a fortnight" two weeks. */
+const BACK = /\b(days?|weeks?|months?) back\b/gi
+const FORTNIGHT = /\ba fortnight\b/gi
+/** Words chrono reads as dates that are usually something else ("may I", "we sat", "the second"). */
+const NOT_DATES = new Set(['may', 'march', 'mar', 'sat', 'sun', 'wed', 'second', 'mon', 'fri', 'thu', 'tue', 'jan', 'jun', 'aug', 'now', 'today', 'tonight'])
+
+export function findDates (text: string, today: string): MentionedDate[] {
+  if (!DATE_HINT.test(text)) return []
+  const prepared = text.replace(BACK, (_match, unit: string) => `${unit} ago `).replace(FORTNIGHT, '2 weeks   ')
+  const reference = { instant: new Date(`${today}T12:00:00Z`), timezone: 0 }
+  const dates: MentionedDate[] = []
+  for (const result of parser.parse(prepared, reference)) {
+    const { start } = result
+    const dayKnown = start.isCertain('day') || start.isCertain('weekday')
+    if (!dayKnown || NOT_DATES.has(result.text.trim().toLowerCase())) continue
+    let day = dayNumber(`${String(start.get('year')).padStart(4, '0')}-${pad(start.get('month'))}-${pad(start.get('day'))}`)
+    const now = dayNumber(today)
+    if (day > now) day = mostRecent(day, now, start)
+    dates.push({ start: result.index, end: result.index + result.text.length, date: isoDate(day) })
+  }
+  return dates
+}
+
+/** The date moved back by the part the text left open: a year, a month or a week. */
+function mostRecent (day: number, now: number, start: chrono.ParsedComponents): number {
+  if (start.isCertain('year') || start.tags().has('result/relativeDate')) return day
+  const date = isoDate(day)
+  const [year, month, dayOfMonth] = date.split('-').map(Number) as [number, number, number]
+  if (start.isCertain('month')) return dayNumber(`${year - 1}-${pad(month)}-${pad(dayOfMonth)}`)
+  if (start.isCertain('day')) {
+    const previous = month === 1 ? `${year - 1}-12` : `${year}-${pad(month - 1)}`
+    return dayNumber(`${previous}-${pad(dayOfMonth)}`)
+  }
+  return day - 7 * Math.ceil((day - now) / 7)
+}
+
+function pad (value: number | null): string {
+  return String(value ?? 1).padStart(2, '0')
+}

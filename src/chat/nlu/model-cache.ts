@@ -1,0 +1,86 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { DomainPack } from '../domain-pack/schema.ts'
+import { loadEnglishWords } from './english.ts'
+import { IntentModel } from './intent-model.ts'
+import { Rejector } from './rejection.ts'
+import { trainingExamples, trainUnderstanding, type TrainedUnderstanding, type TrainingOptions } from './training.ts'
+
+/** The project's default: beside the other build caches, out of the repository. */
+export const DEFAULT_MODEL_CACHE = new URL('../../../node_modules/.cache/chat-metadata-api', import.meta.url).pathname
+
+/** The code that decides what a trained model is: a change to any of it trains again. */
+const TRAINING_SOURCES = ['intent-model.ts', 'text.ts', 'entities.ts', 'dates.ts', 'spelling.ts', 'rejection.ts', 'reading.ts', 'training.ts']
+
+export interface CachedTraining {
+  trained: TrainedUnderstanding
+  /** Where it came from: read from the cache, or trained now (and written to the cache, if it could be). */
+  source: 'cache' | 'trained'
+  /** Why the cache could not be written, when it could not; the model works all the same. */
+  cacheError?: Error
+}
+
+/**
+ * The trained understanding of a pack, from the on-disk cache when the same examples, synonyms, options and training
+ * code trained it before, else trained now and cached (written atomically, so processes starting together can share
+ * a cache). `directory` undefined: no cache.
+ */
+export function cachedTraining (pack: DomainPack, directory: string | undefined, options: TrainingOptions & { englishWords: string }): CachedTraining {
+  if (directory === undefined) return { trained: trainUnderstanding(pack, options), source: 'trained' }
+  const file = join(directory, `${cacheKey(pack, options)}.model`)
+  const cached = read(file, options.isEnglishWord)
+  if (cached !== undefined) return { trained: cached, source: 'cache' }
+  const trained = trainUnderstanding(pack, options)
+  try {
+    write(file, trained)
+    return { trained, source: 'trained' }
+  } catch (error) {
+    return { trained, source: 'trained', cacheError: error as Error }
+  }
+}
+
+function cacheKey (pack: DomainPack, options: TrainingOptions & { englishWords: string }): string {
+  const hash = createHash('sha256')
+  hash.update(JSON.stringify([trainingExamples(pack), pack.understanding.synonyms, options.seeds ?? null, options.folds ?? null, options.englishWords]))
+  for (const source of TRAINING_SOURCES) hash.update(readFileSync(new URL(source, import.meta.url)))
+  return hash.digest('base64url').slice(0, 32)
+}
+
+function read (file: string, isEnglishWord: TrainingOptions['isEnglishWord']): TrainedUnderstanding | undefined {
+  let bytes: Buffer
+  try {
+    bytes = readFileSync(file)
+  } catch {
+    return undefined
+  }
+  try {
+    const headerLength = bytes.readUInt32LE(0)
+    const rejector = new Rejector(JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8')) as number[])
+    const model = IntentModel.fromBytes(bytes.subarray(4 + headerLength), isEnglishWord === undefined ? {} : { isEnglishWord })
+    return { model, rejector }
+  } catch {
+    // A damaged or foreign file: train again and replace it.
+    return undefined
+  }
+}
+
+function write (file: string, trained: TrainedUnderstanding): void {
+  const header = Buffer.from(JSON.stringify(trained.rejector.toJSON()), 'utf8')
+  const length = Buffer.alloc(4)
+  length.writeUInt32LE(header.length)
+  mkdirSync(join(file, '..'), { recursive: true })
+  const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`
+  try {
+    writeFileSync(temporary, Buffer.concat([length, header, trained.model.toBytes()]))
+    renameSync(temporary, file)
+  } finally {
+    rmSync(temporary, { force: true })
+  }
+}
+
+/** The trained understanding of a pack as the service uses it: English-guarded spelling, default seeds and folds. */
+export function trainedForPack (pack: DomainPack, directory: string | undefined): CachedTraining {
+  const english = loadEnglishWords()
+  return cachedTraining(pack, directory, { isEnglishWord: english.has, englishWords: english.name })
+}
