@@ -3,10 +3,8 @@
  * by turn, and reports each turn that did not do what its story says. Exits 1 unless every story passes.
  */
 import { join } from 'node:path'
-import { ChatService } from '../src/chat/chat-service.ts'
-import { MemoryConversationStore } from '../src/chat/conversation-store.ts'
 import { DEFAULT_DOMAIN_PACK, loadDomainPack } from '../src/chat/domain-pack/load.ts'
-import { loadStories, runStory } from '../src/chat/evaluation/stories.ts'
+import { loadStories, runStory, storyChat } from '../src/chat/evaluation/stories.ts'
 import { DEFAULT_MODEL_CACHE, trainedForPack } from '../src/chat/nlu/model-cache.ts'
 
 const directory = process.env['DOMAIN_PACK'] ?? DEFAULT_DOMAIN_PACK
@@ -15,19 +13,12 @@ const pack = loadDomainPack(directory)
 const { trained } = trainedForPack(pack, DEFAULT_MODEL_CACHE)
 const stories = loadStories(join(directory, 'stories')).filter((story) => only === undefined || story.story.includes(only) || story.file === only)
 
+const chat = storyChat(pack, trained, 'https://shop.example.com')
 let passed = 0
 let turns = 0
 let failedTurns = 0
 for (const story of stories) {
-  const result = await runStory(story, (today) => new ChatService({
-    pack,
-    trained,
-    store: new MemoryConversationStore({ ttlMs: 3_600_000, maxConversations: 10 }),
-    baseUrl: 'https://shop.example.com',
-    historyLimit: 50,
-    now: () => new Date(`${today}T12:00:00Z`),
-    random: () => 0
-  }))
+  const result = await runStory(story, chat)
   turns += result.steps.length
   if (result.passed) {
     passed++

@@ -34,6 +34,12 @@ const HOSTILE: Array<[string, string]> = [
   ['censoring marks', fill('f*')],
   ['a URL', fill('a', 'https://')],
   ['mixed', fill('order # 1 a- x@y. $ 12/ ')],
+  ['numeric dates', fill('10/08 ')],
+  ['slashes and dots between digits', fill('1/2.3-')],
+  ['relative dates', fill('3 days ago and ')],
+  ['date words', fill('last week yesterday the 8th ')],
+  ['months and days', fill('may march mon the 1st of ')],
+  ['spaces inside a relative date', fill(' ', '3 days').slice(0, LENGTH - 3) + 'ago'],
   ['unicode letters', fill('é')],
   ['combining marks', fill('e\u0301')]
 ]

@@ -132,8 +132,10 @@ export class DialoguePolicy {
    */
   #inTopic (understanding: Understanding, topic: IntentName | undefined): Reading {
     const own: Reading = { intent: understanding.intent, ...(understanding.situation === undefined ? {} : { situation: understanding.situation }), confidence: understanding.confidence, status: understanding.status }
-    const followUps = topic === undefined ? undefined : this.#followUps.get(topic)
-    if (followUps === undefined || understanding.candidates.length === 0) return own
+    const related = topic === undefined ? undefined : this.#followUps.get(topic)
+    if (related === undefined || topic === undefined || understanding.candidates.length === 0) return own
+    // The topic's own request counts as a follow-up too ("and where is the other one?" after tracking).
+    const followUps = new Set([topic, ...related])
     const weighed = understanding.candidates.map((candidate): Candidate => ({
       intent: candidate.intent,
       probability: candidate.probability * (followUps.has(candidate.intent) ? this.#followUpWeight : 1)

@@ -3,8 +3,11 @@ import { join } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { parse as parseYaml } from 'yaml'
-import type { ChatService } from '../chat-service.ts'
+import { ChatService } from '../chat-service.ts'
+import { MemoryConversationStore } from '../conversation-store.ts'
+import type { DomainPack } from '../domain-pack/schema.ts'
 import { INTENTS } from '../intents.ts'
+import type { TrainedUnderstanding } from '../nlu/training.ts'
 
 /**
  * Test stories, Rasa-style: conversations written for the pack, with what each turn must do — the intent answered,
@@ -78,6 +81,22 @@ export interface StoryResult {
 
 /** Where a story's conversation is held: a chat service whose clock reads `today`, and its transcript. */
 export type StoryChat = (today: string) => ChatService
+
+/**
+ * Chat services for stories: conversations in memory, noon of the story's day (UTC), and the first usable template
+ * of each reply, so that a story's reply checks are exact.
+ */
+export function storyChat (pack: DomainPack, trained: TrainedUnderstanding, baseUrl: string): StoryChat {
+  return (today) => new ChatService({
+    pack,
+    trained,
+    store: new MemoryConversationStore({ ttlMs: 3_600_000, maxConversations: 10 }),
+    baseUrl,
+    historyLimit: 50,
+    now: () => new Date(`${today}T12:00:00Z`),
+    random: () => 0
+  })
+}
 
 /** Plays a story against a fresh chat service and compares every turn with what the story expects. */
 export async function runStory (story: Story, chatFor: StoryChat): Promise<StoryResult> {

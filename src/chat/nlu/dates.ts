@@ -26,6 +26,7 @@ parser.parsers.push({
   }
 })
 
+const MAX_PARSED_LENGTH = 1000
 /** Only text with a digit or a date word goes through the parser: most messages have neither. */
 const DATE_HINT = /\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun|yesterday|today|tonight|tomorrow|ago|last|week|fortnight|weekend)/i
 /** Same-length rewrites chrono understands: "two weeks back" is "two weeks ago ", "a fortnight" two weeks. */
@@ -36,7 +37,8 @@ const NOT_DATES = new Set(['may', 'march', 'mar', 'sat', 'sun', 'wed', 'second',
 
 export function findDates (text: string, today: string): MentionedDate[] {
   if (!DATE_HINT.test(text)) return []
-  const prepared = text.replace(BACK, (_match, unit: string) => `${unit} ago `).replace(FORTNIGHT, '2 weeks   ')
+  // The parser's work grows with the dates it finds: the first stretch of a long message is where they are.
+  const prepared = text.slice(0, MAX_PARSED_LENGTH).replace(BACK, (_match, unit: string) => `${unit} ago `).replace(FORTNIGHT, '2 weeks    ')
   const reference = { instant: new Date(`${today}T12:00:00Z`), timezone: 0 }
   const dates: MentionedDate[] = []
   for (const result of parser.parse(prepared, reference)) {

@@ -41,6 +41,7 @@ export interface MessageEntities {
  */
 const TOKEN = /(https?:\/\/\S+)|([\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})|([$€£]\s?\d[\d,]{0,15}(?:\.\d{1,2})?)|(#)|([\p{L}\p{N}]+(?:[-/.][\p{L}\p{N}]+)*)/gu
 
+const ENTITY_HINT = /[\d@]|https?:/i
 /** Longest token read as a code or a number; longer runs are words (or noise). */
 const MAX_CODE_LENGTH = 64
 const ORDER_KEYWORDS = new Set(['order', 'purchase', 'invoice', 'ref', 'reference'])
@@ -48,6 +49,8 @@ const ORDER_KEYWORDS = new Set(['order', 'purchase', 'invoice', 'ref', 'referenc
 const ORDER_NUMBER_LABELS = new Set(['number', 'num', 'no', 'nr', 'id', 'is', '#'])
 /** Words around a bare code that answers "what is the order number?": "it's 4417", "sure, A-12". */
 const ANSWER_FILLERS = new Set(['it', 'its', 's', 'is', 'number', 'sure', 'yes', 'ok', 'okay', 'here', 'my', 'the', 'order', 'no', 'nr', 'num', 'id', '#'])
+/** An answer that is only a code is short: "sure, it's #A-1234 thanks". */
+const MAX_ANSWER_LENGTH = 48
 const CURRENCY_WORDS = new Set(['usd', 'eur', 'gbp', 'dollar', 'dollars', 'euro', 'euros', 'pound', 'pounds', 'bucks'])
 
 const ISO_DATE = /^\d{4}-\d{1,2}-\d{1,2}$/
@@ -102,6 +105,8 @@ function overlaps (a: { start: number, end: number }, b: { start: number, end: n
 
 /** Entities of single tokens and their neighbours: codes, numbers, amounts, addresses, numeric dates. */
 function recogniseTokens (text: string): EntitySpan[] {
+  // Every such entity has a digit, "@" or a URL's scheme: most messages have none, and need no tokens.
+  if (!ENTITY_HINT.test(text)) return []
   const tokens = tokenize(text)
   const spans: EntitySpan[] = []
   const span = (kind: EntityKind, from: Token, to: Token, value: string): void => {
@@ -221,6 +226,7 @@ function nearby (message: string, span: EntitySpan): string {
 
 /** A message that is only a code answering "what is the order number?": "4417", "it's A-12", "sure, 55-X". */
 function answeredCode (message: string): string | undefined {
+  if (message.length > MAX_ANSWER_LENGTH || !/\d/.test(message)) return undefined
   let code: string | undefined
   for (const token of tokenize(message)) {
     if (token.kind === 'hash' || (token.kind === 'word' && ANSWER_FILLERS.has(token.text.toLowerCase()))) continue

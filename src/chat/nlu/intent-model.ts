@@ -21,6 +21,11 @@ export interface IntentModelOptions {
   /** L2 penalty per update. */
   l2?: number
   /**
+   * How far examples are reweighed so that every class counts the same: 0 not at all, 1 fully (an example of a class
+   * with twice the mean count counts half), 0.5 halfway (by the square root).
+   */
+  balance?: number
+  /**
    * Seeds of the example order: one model is trained per seed and their weights averaged, so that the model does
    * not depend on the luck of one order. The same seeds always train the same model.
    */
@@ -80,7 +85,7 @@ export class IntentModel {
     const extractor = new FeatureExtractor()
     const featureIndex = new Map<number, number>()
     const rows = examples.map((example) => {
-      const hashes = extractor.features(reader.words(example.text))
+      const hashes = extractor.features(reader.words(example.text)).features
       const indexes = new Int32Array(hashes.length)
       for (let i = 0; i < hashes.length; i++) {
         let index = featureIndex.get(hashes[i]!)
@@ -90,8 +95,14 @@ export class IntentModel {
         }
         indexes[i] = index
       }
-      return { indexes, label: classes.indexOf(example.label) }
+      return { indexes, label: classes.indexOf(example.label), weight: 1 }
     })
+    // A class with many examples (out_of_scope has thousands) would otherwise pull every doubtful message to itself.
+    const counts = new Map<number, number>()
+    for (const row of rows) counts.set(row.label, (counts.get(row.label) ?? 0) + 1)
+    const mean = rows.length / counts.size
+    const balance = options.balance ?? 0
+    for (const row of rows) row.weight = (mean / counts.get(row.label)!) ** balance
     const weights = new Float32Array(featureIndex.size * classes.length)
     const bias = new Float32Array(classes.length)
     const seeds = options.seeds ?? [1]
@@ -113,7 +124,7 @@ export class IntentModel {
     const classes = this.classes.length
     const weights = this.#weights
     const scores = Float64Array.from(this.#bias)
-    const features = this.#features.features(words)
+    const { features, stems } = this.#features.features(words)
     let knownFeatures = 0
     for (let f = 0; f < features.length; f++) {
       const row = this.#table.get(features[f]!)
@@ -129,7 +140,7 @@ export class IntentModel {
     }
     softmaxInPlace(scores)
     let knownWords = 0
-    for (const word of words) if (this.#table.get(this.#features.stemHash(word)) >= 0) knownWords++
+    for (let w = 0; w < stems.length; w++) if (features[stems[w]!]! >= 0) knownWords++
     return { probabilities: scores, knownWords }
   }
 
@@ -244,12 +255,14 @@ interface WordFeatures {
 class FeatureExtractor {
   readonly #words = new Map<string, WordFeatures>()
 
-  /** Hashes of the features (a feature seen twice counts twice). */
-  features (words: readonly string[]): number[] {
+  /** Hashes of the features (a feature seen twice counts twice), and where each word's stem is among them. */
+  features (words: readonly string[]): { features: number[], stems: Int32Array } {
     const features: number[] = []
+    const stems = new Int32Array(words.length)
     let previous: string | undefined
-    for (const word of words) {
-      const { stem, content, hashes } = this.#word(word)
+    for (let w = 0; w < words.length; w++) {
+      const { stem, content, hashes } = this.#word(words[w]!)
+      stems[w] = features.length
       for (let h = 0; h < hashes.length; h++) features.push(hashes[h]!)
       if (content) {
         if (previous !== undefined) features.push(hash(FEATURE_SEEDS.pair, previous, stem))
@@ -257,12 +270,7 @@ class FeatureExtractor {
       }
     }
     if (words.length === 0) features.push(hash(FEATURE_SEEDS.bias, ''))
-    return features
-  }
-
-  /** The hash of the word's stem: whether the model knows the word at all. */
-  stemHash (word: string): number {
-    return this.#word(word).hashes[0]!
+    return { features, stems }
   }
 
   /** A word's own features (its stem and character 4-grams), computed once per word. */
@@ -350,6 +358,8 @@ class FeatureTable {
 interface Row {
   indexes: Int32Array
   label: number
+  /** How much the example counts: classes with many examples count less each (`balance`). */
+  weight: number
 }
 
 /** Multinomial logistic regression by stochastic gradient descent with AdaGrad step sizes, one seed. */
@@ -369,7 +379,7 @@ function fit (rows: readonly Row[], features: number, classes: number, options: 
   for (let epoch = 0; epoch < epochs; epoch++) {
     shuffle(order, random)
     for (const i of order) {
-      const { indexes, label } = rows[i]!
+      const { indexes, label, weight } = rows[i]!
       const scale = indexes.length === 0 ? 0 : 1 / Math.sqrt(indexes.length)
       scores.set(bias)
       for (const index of indexes) {
@@ -381,7 +391,7 @@ function fit (rows: readonly Row[], features: number, classes: number, options: 
       // of the speed of training.
       let active = 0
       for (let c = 0; c < classes; c++) {
-        const gradient = scores[c]! - (c === label ? 1 : 0)
+        const gradient = (scores[c]! - (c === label ? 1 : 0)) * weight
         biasSquared[c]! += gradient * gradient
         bias[c]! -= rate * gradient / Math.sqrt(biasSquared[c]!)
         if (gradient <= -MIN_GRADIENT || gradient >= MIN_GRADIENT) {

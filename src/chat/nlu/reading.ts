@@ -23,43 +23,59 @@ const CANDIDATES = 6
 
 /** The model's classes (`intent` and `intent/situation`) as intents and situations. */
 export class ClassIndex {
-  readonly #intents: IntentName[]
+  /** The intents the classes name, each once. */
+  readonly #intents: IntentName[] = []
+  /** For each class, the index of its intent in `#intents`. */
+  readonly #classIntent: Int32Array
   readonly #situations: Array<string | undefined>
+  readonly #outOfScope: number
 
   constructor (classes: readonly string[]) {
-    this.#intents = classes.map((label) => {
-      const intent = label.split('/')[0]!
-      return isIntentName(intent) ? intent : OUT_OF_SCOPE
+    this.#classIntent = Int32Array.from(classes, (label) => {
+      const name = label.split('/')[0]!
+      const intent = isIntentName(name) ? name : OUT_OF_SCOPE
+      if (!this.#intents.includes(intent)) this.#intents.push(intent)
+      return this.#intents.indexOf(intent)
     })
     this.#situations = classes.map((label) => label.split('/')[1])
+    this.#outOfScope = this.#intents.indexOf(OUT_OF_SCOPE)
   }
 
   read (score: ModelScore, words: number): Reading {
     const { probabilities, knownWords } = score
-    const byIntent = new Map<IntentName, number>()
-    for (let c = 0; c < probabilities.length; c++) {
-      const intent = this.#intents[c]!
-      byIntent.set(intent, (byIntent.get(intent) ?? 0) + probabilities[c]!)
+    const sums = new Float64Array(this.#intents.length)
+    for (let c = 0; c < probabilities.length; c++) sums[this.#classIntent[c]!]! += probabilities[c]!
+    // The best few by selection: the intents are few, and most of them are never looked at.
+    const ranked: number[] = []
+    for (let k = 0; k < CANDIDATES && k < sums.length; k++) {
+      let best = -1
+      for (let i = 0; i < sums.length; i++) if (!ranked.includes(i) && (best < 0 || sums[i]! > sums[best]!)) best = i
+      ranked.push(best)
     }
-    const ranked = [...byIntent].map(([intent, probability]) => ({ intent, probability })).sort((a, b) => b.probability - a.probability)
-    const best = ranked[0]!
+    const top = ranked[0]!
     let situation: string | undefined
     let situationProbability = -1
     for (let c = 0; c < probabilities.length; c++) {
-      if (this.#intents[c] === best.intent && probabilities[c]! > situationProbability) {
+      if (this.#classIntent[c] === top && probabilities[c]! > situationProbability) {
         situationProbability = probabilities[c]!
         situation = this.#situations[c]
       }
     }
-    const inScope = ranked.find((candidate) => candidate.intent !== OUT_OF_SCOPE)
-    const next = ranked.find((candidate) => candidate !== inScope && candidate.intent !== OUT_OF_SCOPE)
+    const inScope = ranked.filter((i) => i !== this.#outOfScope)
+    const best = inScope[0] === undefined ? 0 : sums[inScope[0]]!
     const signals: RejectionSignals = {
-      outOfScope: byIntent.get(OUT_OF_SCOPE) ?? 0,
-      best: inScope?.probability ?? 0,
-      margin: (inScope?.probability ?? 0) - (next?.probability ?? 0),
+      outOfScope: this.#outOfScope < 0 ? 0 : sums[this.#outOfScope]!,
+      best,
+      margin: best - (inScope[1] === undefined ? 0 : sums[inScope[1]]!),
       coverage: words === 0 ? 0 : knownWords / words,
       words
     }
-    return { intent: best.intent, ...(situation === undefined ? {} : { situation }), confidence: best.probability, candidates: ranked.slice(0, CANDIDATES), signals }
+    return {
+      intent: this.#intents[top]!,
+      ...(situation === undefined ? {} : { situation }),
+      confidence: sums[top]!,
+      candidates: ranked.map((i) => ({ intent: this.#intents[i]!, probability: sums[i]! })),
+      signals
+    }
   }
 }

@@ -9,6 +9,8 @@ import { squeezeRepeats } from './text.ts'
  */
 /** Longer words are not corrected: no English word is, and candidates cost time in the word's length. */
 const MAX_CORRECTED_LENGTH = 24
+/** A word this long may be two edits from the word it stands for; a shorter one only one ("grent" is not "agent"). */
+const LONG_WORD = 8
 
 export class SpellingCorrector {
   readonly #frequency: ReadonlyMap<string, number>
@@ -53,7 +55,7 @@ export class SpellingCorrector {
     let best: string | undefined
     for (const variant of [word, ...deletions(word)]) {
       const candidate = this.#byDeletion.get(variant)
-      if (candidate !== undefined && Math.abs(candidate.length - word.length) <= 1 &&
+      if (candidate !== undefined && editDistance(word, candidate) <= (word.length < LONG_WORD ? 1 : 2) &&
         (best === undefined || this.#count(candidate) > this.#count(best))) best = candidate
     }
     return best === undefined ? undefined : [best]
@@ -77,6 +79,24 @@ export class SpellingCorrector {
   #count (word: string): number {
     return this.#frequency.get(word) ?? 0
   }
+}
+
+/**
+ * Edits between two words (insertions, deletions, substitutions, swaps of neighbours), by the optimal string
+ * alignment table: the words are at most MAX_CORRECTED_LENGTH letters, so the table is small.
+ */
+function editDistance (a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)])
+  for (let j = 1; j <= b.length; j++) rows[0]![j] = j
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, rows[i - 2]![j - 2]! + 1)
+      rows[i]![j] = best
+    }
+  }
+  return rows[a.length]![b.length]!
 }
 
 function deletions (word: string): string[] {

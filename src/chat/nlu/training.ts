@@ -16,10 +16,14 @@ export interface TrainingOptions {
   /** Folds of the out-of-fold readings the rejector is fitted on. */
   folds?: number
   isEnglishWord?: (word: string) => boolean
+  /** IntentModelOptions.balance and .epochs. */
+  balance?: number
+  epochs?: number
 }
 
 export const DEFAULT_SEEDS = [1, 2, 3] as const
 export const DEFAULT_FOLDS = 5
+export const DEFAULT_BALANCE = 0
 
 /** The pack's examples as the model's classes: each intent, and each situation as `intent/situation`. */
 export function trainingExamples (pack: DomainPack): TrainingExample[] {
@@ -38,6 +42,8 @@ export function trainUnderstanding (pack: DomainPack, options: TrainingOptions =
   const examples = trainingExamples(pack)
   const modelOptions: IntentModelOptions = {
     synonyms: pack.understanding.synonyms,
+    balance: options.balance ?? DEFAULT_BALANCE,
+    ...(options.epochs === undefined ? {} : { epochs: options.epochs }),
     ...(options.isEnglishWord === undefined ? {} : { isEnglishWord: options.isEnglishWord })
   }
   const folds = options.folds ?? DEFAULT_FOLDS

@@ -38,13 +38,20 @@ export interface Understanding {
 const ANGRY_PUNCTUATION = /[!?]{3,}/
 const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const VALUE_TOKENS = new Set<string>([ENTITY_TOKENS.order_number, ENTITY_TOKENS.date, ENTITY_TOKENS.email])
-/** Words around a value in an answer: "my order number is …", "I bought it …", "what about order …". */
+/**
+ * Words around a value in an answer: "my order number is …", "I bought it …", "what about order …", "no wait, it's
+ * …", "sorry, I meant …", "the other one is …".
+ */
 const ANSWER_WORDS = new Set([
-  'it', 'its', 's', 'is', 'was', 'the', 'a', 'my', 'our', 'mine', 'number', 'order', 'no', 'nr', 'num', 'id', 'ref',
-  'reference', 'here', 'sure', 'yes', 'yeah', 'yep', 'ok', 'thanks', 'thank', 'you', 'please', 'and', 'also', 'what',
-  'about', 'how', 'for', 'on', 'in', 'at', 'from', 'i', 'we', 'bought', 'purchased', 'ordered', 'got', 'them', 'this',
-  'that', 'one', 'date', 'email', 'mail', 'address', 'around', 'roughly', 'maybe', 'think', 'of', 'same', 'xnumx'
+  'it', 'its', 's', 'is', 'was', 'were', 'the', 'a', 'an', 'my', 'our', 'mine', 'number', 'order', 'no', 'nr', 'num',
+  'id', 'ref', 'reference', 'here', 'sure', 'yes', 'yeah', 'yep', 'ok', 'thanks', 'thank', 'you', 'please', 'and',
+  'also', 'what', 'about', 'how', 'for', 'on', 'in', 'at', 'from', 'i', 'we', 'bought', 'buy', 'purchased', 'ordered',
+  'got', 'get', 'paid', 'made', 'make', 'placed', 'did', 'them', 'this', 'that', 'one', 'other', 'another', 'second',
+  'first', 'date', 'email', 'mail', 'address', 'around', 'roughly', 'maybe', 'think', 'guess', 'believe', 'of', 'same',
+  'sorry', 'meant', 'mean', 'actually', 'wait', 'oh', 'oops', 'correction', 'xnumx'
 ])
+/** A courtesy beside a request is a short message; a long one is read whole. */
+const MAX_CLAUSES = 8
 /** Clause boundaries: sentence punctuation, commas and joining words ("thanks! and where is…"). */
 const CLAUSES = /[.!?;,:\n]+|\s(?:and|but|also|plus|btw)\s/i
 
@@ -67,7 +74,8 @@ export class Understander {
     this.#rejectionThreshold = settings.rejection_threshold
     this.#confidenceFloor = settings.confidence_threshold
     const words = settings.anger_words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    this.#angerWords = new RegExp(`\\b(?:${words.join('|') || '(?!)'})`, 'i')
+    // Whole words: "hell" is an anger word, "hello" is not.
+    this.#angerWords = new RegExp(`\\b(?:${words.join('|') || '(?!)'})\\b`, 'i')
   }
 
   /** What `message` says; `today` (YYYY-MM-DD, UTC) resolves dates such as "yesterday" and "the 8th". */
@@ -111,7 +119,7 @@ export class Understander {
   /** The best reading of the message without its courtesy clauses, when that is a request. */
   #requestBesideCourtesy (message: string, today?: string): Reading | undefined {
     const clauses = message.split(CLAUSES).filter((clause) => /[a-z]/i.test(clause))
-    if (clauses.length < 2) return undefined
+    if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
     const requests = clauses.filter((clause) => !SOCIAL.has(this.#read(this.model.words(clause, recogniseEntities(clause, today))).intent))
     if (requests.length === 0) return undefined
     const rest = requests.join('. ')
