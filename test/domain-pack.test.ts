@@ -5,6 +5,7 @@ import { stringify } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { checkDomainPack, DEFAULT_DOMAIN_PACK, DomainPackError, loadDomainPack } from '../src/chat/domain-pack/load.ts'
 import { INTENTS } from '../src/chat/intents.ts'
+import { ReplyRenderer } from '../src/chat/replies/renderer.ts'
 import { ReplyTemplate, renderLinkUrl } from '../src/chat/replies/templates.ts'
 import { API_KEY, createTestApp, TEST_CHAT_CONFIG } from './support/app.ts'
 
@@ -154,5 +155,37 @@ describe('reply templates', () => {
     expect(renderLinkUrl('{base}/orders/{order_id}', 'https://s', new Map([['order_id', 'A 1/../x?y']])))
       .toBe('https://s/orders/A%201%2F..%2Fx%3Fy')
     expect(renderLinkUrl('{base}/orders/{order_id}', 'https://s', new Map())).toBeUndefined()
+  })
+})
+
+describe('every reply of the default pack reads well', () => {
+  // Rendered with everything a conversation can know, so that every optional part shows.
+  const pack = loadDomainPack()
+  const renderer = new ReplyRenderer(pack, { baseUrl: 'https://shop.example.com' })
+  const facts = { order_id: 'A-10042', purchase_date: '2026-11-02', email: 'jo@example.com', customer_name: 'Jo' }
+  const templates = [
+    ...Object.entries(pack.intents).flatMap(([intent, definition]) =>
+      Object.entries(definition.replies).flatMap(([situation, sources]) => sources.map((source) => [`${intent}/${situation}`, source] as const))),
+    ...Object.entries(pack.fallback).flatMap(([name, sources]) => sources.map((source) => [`fallback/${name}`, source] as const))
+  ]
+
+  it.each(templates)('%s: %s', (_where, source) => {
+    const reply = renderer.render({ groups: [[source]], facts, today: '2026-11-20' })
+    expect(reply).toBeDefined()
+    const text = reply!.text
+    // No two links with nothing but spaces or punctuation between them.
+    expect(text).not.toMatch(/https?:\/\/\S+[\s.,;:]*https?:\/\//)
+    // Parentheses balanced and never nested (policy values have their own, as delivery options do).
+    let depth = 0
+    for (const character of text) {
+      depth += character === '(' ? 1 : character === ')' ? -1 : 0
+      expect(depth).toBeGreaterThanOrEqual(0)
+      expect(depth).toBeLessThanOrEqual(1)
+    }
+    expect(depth).toBe(0)
+    // A sentence, not a fragment: it starts with a capital letter or a value, and ends with punctuation or a link.
+    expect(text).toMatch(/^[A-Z"0-9{]/)
+    expect(text).toMatch(/([.!?)]|https?:\/\/\S+)$/)
+    expect(text).not.toMatch(/\s[.,;:]|\.\.|\s{2}/)
   })
 })

@@ -48,7 +48,7 @@ const FUNCTION_WORDS = new Set([
   'need', 'want', 'help', 'know', 'tell', 'let', 'then', 'now', 'im'
 ])
 
-const FEATURE_SEEDS = { word: 0x01, pair: 0x02, gram: 0x03, bias: 0x04 } as const
+const FEATURE_SEEDS = { word: 0x01, pair: 0x02, gram: 0x03, bias: 0x04, bigram: 0x05 } as const
 const CHAR_GRAM = 4
 /** Longer "words" (noise, pasted hashes) are one feature each, not stemmed, split into grams or cached. */
 const MAX_WORD_LENGTH = 32
@@ -170,7 +170,7 @@ export class IntentModel {
 }
 
 /** Bumped whenever features or the byte layout change: a cached model of another format is trained again. */
-const MODEL_FORMAT = 2
+const MODEL_FORMAT = 3
 
 /** Text → the words the model reads: normalised (text.ts), spelling corrected against the corpus, synonyms mapped. */
 class WordReader {
@@ -251,7 +251,10 @@ interface WordFeatures {
   hashes: Uint32Array
 }
 
-/** Words → feature hashes: each word's stem and character 4-grams, and pairs of neighbouring content words. */
+/**
+ * Words → feature hashes: each word's stem and character 4-grams, pairs of neighbouring stems ("where is", "is my":
+ * how the request is put), and pairs of content words with function words between them skipped ("order … shipped").
+ */
 class FeatureExtractor {
   readonly #words = new Map<string, WordFeatures>()
 
@@ -260,10 +263,13 @@ class FeatureExtractor {
     const features: number[] = []
     const stems = new Int32Array(words.length)
     let previous: string | undefined
+    let neighbour: string | undefined
     for (let w = 0; w < words.length; w++) {
       const { stem, content, hashes } = this.#word(words[w]!)
       stems[w] = features.length
       for (let h = 0; h < hashes.length; h++) features.push(hashes[h]!)
+      if (neighbour !== undefined) features.push(hash(FEATURE_SEEDS.bigram, neighbour, stem))
+      neighbour = stem
       if (content) {
         if (previous !== undefined) features.push(hash(FEATURE_SEEDS.pair, previous, stem))
         previous = stem

@@ -36,6 +36,8 @@ export interface Understanding {
 }
 
 const ANGRY_PUNCTUATION = /[!?]{3,}/
+/** Share of a message's words the model must know before it claims to understand anything. */
+const MIN_COVERAGE = 0.5
 const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const VALUE_TOKENS = new Set<string>([ENTITY_TOKENS.order_number, ENTITY_TOKENS.date, ENTITY_TOKENS.email])
 /**
@@ -93,7 +95,7 @@ export class Understander {
       ...(status === 'understood' && situation !== undefined ? { situation } : {}),
       status,
       confidence: round(status === 'not_understood' ? 1 - confidence : confidence),
-      inScope: round(inScope),
+      inScope,
       candidates,
       entities: extractEntities(message, spans),
       valueOnly: isValueOnly(words),
@@ -102,14 +104,17 @@ export class Understander {
   }
 
   /**
-   * In scope and confident enough: understood. Out of scope by the rejector or the model, with words the model
-   * knows: recognised as off-topic. Otherwise (mostly unknown words, or no intent likely enough): not understood.
+   * A message most of whose words the model never saw is not understood, whatever it scores (keyboard mash, another
+   * language): real messages, misspelt ones included, hardly ever are. Otherwise, in scope by the rejector and
+   * confident enough: understood; in scope but no intent likely enough: not understood; out of scope by the
+   * rejector or the model: recognised as off-topic.
    */
   #status (reading: Reading, inScope: number): UnderstandingStatus {
+    if (reading.signals.coverage < MIN_COVERAGE) return 'not_understood'
     if (reading.intent !== OUT_OF_SCOPE && inScope >= this.#rejectionThreshold) {
       return reading.confidence >= this.#confidenceFloor ? 'understood' : 'not_understood'
     }
-    return reading.signals.coverage >= 0.5 ? 'out_of_scope' : 'not_understood'
+    return 'out_of_scope'
   }
 
   #read (words: readonly string[]): Reading {
