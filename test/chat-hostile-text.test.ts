@@ -1,6 +1,5 @@
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { API_KEY, createTestApp, type TestApp } from './support/app.ts'
+import { API_KEY, createTestApp, listen, type TestApp } from './support/app.ts'
 
 // Messages built to make backtracking patterns, spelling candidates or per-word caches explode. Each is the largest
 // message the API takes (4,000 characters) and must be answered quickly over real HTTP while the event loop stays
@@ -50,8 +49,7 @@ describe('hostile chat text', () => {
 
   beforeAll(async () => {
     t = await createTestApp()
-    await t.app.listen({ port: 0, host: '127.0.0.1' })
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`
+    base = await listen(t)
   })
 
   afterAll(async () => { await t.close() })

@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs'
-import { parse } from 'csv-parse/sync'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { returnWindow } from '../src/chat/dialogue/return-window.ts'
-import { INTENTS, OUT_OF_SCOPE, SUPPORT_INTENTS } from '../src/chat/intents.ts'
+import { readLabelledMessages, scoreIntents, type IntentScores } from '../src/chat/evaluation/intents.ts'
+import { INTENTS } from '../src/chat/intents.ts'
 import { extractEntities, recogniseEntities } from '../src/chat/nlu/entities.ts'
 import type { Understander } from '../src/chat/nlu/understand.ts'
 import { chatService, defaultAssistant } from './support/chat.ts'
@@ -14,31 +13,29 @@ beforeAll(() => {
 })
 
 describe('intent recognition on the project\'s held-out messages', () => {
-  // test/fixtures/intents-heldout.csv was written apart from the training corpus (domain/nlu/) and is never
-  // trained on; the thresholds are the issue's targets.
-  const rows = parse(readFileSync(new URL('fixtures/intents-heldout.csv', import.meta.url)), { columns: true }) as
-    Array<{ utterance: string, intent: string }>
+  // The held-out sets were written apart from the training corpus (domain/nlu/) and are never trained on; the
+  // thresholds are the issue's targets, measured as `npm run eval` measures them.
+  const files = ['intents-heldout.csv', 'heldout-support-a.csv', 'heldout-support-b.csv', 'heldout-oos-a.csv', 'heldout-oos-b.csv']
+  const messages = files.flatMap((file) => readLabelledMessages(new URL(`fixtures/${file}`, import.meta.url).pathname))
+  let scores: IntentScores
+
+  beforeAll(() => {
+    scores = scoreIntents(messages, messages.map((message) => understander.understand(message.utterance, '2026-11-20').intent))
+  })
 
   it('covers every intent of the catalogue', () => {
-    expect(new Set(rows.map((row) => row.intent))).toEqual(new Set(INTENTS))
+    expect(new Set(messages.map((message) => message.intent))).toEqual(new Set(INTENTS))
+    expect(scores.support.count).toBeGreaterThan(1400)
+    expect(scores.outOfScope.count).toBeGreaterThan(600)
   })
 
-  it('accuracy ≥ 92% and macro recall ≥ 90% over the 27 support intents', () => {
-    const support = rows.filter((row) => (SUPPORT_INTENTS as readonly string[]).includes(row.intent))
-    const predicted = support.map((row) => understander.understand(row.utterance).intent)
-    const accuracy = support.filter((row, i) => predicted[i] === row.intent).length / support.length
-    const recalls = SUPPORT_INTENTS.map((intent) => {
-      const of = support.flatMap((row, i) => row.intent === intent ? [predicted[i]] : [])
-      return of.filter((prediction) => prediction === intent).length / of.length
-    })
-    expect(accuracy).toBeGreaterThanOrEqual(0.92)
-    expect(recalls.reduce((sum, recall) => sum + recall, 0) / recalls.length).toBeGreaterThanOrEqual(0.9)
+  it('accuracy ≥ 94% and macro recall ≥ 94% over the 27 support intents', () => {
+    expect(scores.support.accuracy).toBeGreaterThanOrEqual(0.94)
+    expect(scores.support.macroRecall).toBeGreaterThanOrEqual(0.94)
   })
 
-  it('out_of_scope for ≥ 90% of what a retail desk does not serve', () => {
-    const outOfScope = rows.filter((row) => row.intent === OUT_OF_SCOPE)
-    const caught = outOfScope.filter((row) => understander.understand(row.utterance).intent === OUT_OF_SCOPE)
-    expect(caught.length / outOfScope.length).toBeGreaterThanOrEqual(0.9)
+  it('recognises ≥ 93% of what a retail desk does not serve as out of scope', () => {
+    expect(scores.outOfScope.recall).toBeGreaterThanOrEqual(0.93)
   })
 
   it.each([
@@ -64,8 +61,8 @@ describe('intent recognition on the project\'s held-out messages', () => {
   })
 
   it('reports a confidence between 0 and 1', () => {
-    for (const row of rows.slice(0, 50)) {
-      const { confidence } = understander.understand(row.utterance)
+    for (const message of messages.filter((_, i) => i % 20 === 0)) {
+      const { confidence } = understander.understand(message.utterance)
       expect(confidence).toBeGreaterThanOrEqual(0)
       expect(confidence).toBeLessThanOrEqual(1)
     }

@@ -1,6 +1,5 @@
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { API_KEY, createTestApp, type TestApp } from './support/app.ts'
+import { API_KEY, createTestApp, listen, type TestApp } from './support/app.ts'
 
 // Every invalid request gets a 4xx in the one envelope, over real HTTP.
 let t: TestApp
@@ -8,8 +7,7 @@ let base: string
 
 beforeAll(async () => {
   t = await createTestApp()
-  await t.app.listen({ port: 0, host: '127.0.0.1' })
-  base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`
+  base = await listen(t)
 })
 
 afterAll(async () => { await t.close() })

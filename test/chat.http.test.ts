@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { INTENTS } from '../src/chat/intents.ts'
 import type { AppConfig } from '../src/config.ts'
-import { API_KEY, createTestApp, TEST_CHAT_CONFIG, type TestApp } from './support/app.ts'
+import { API_KEY, createTestApp, listen, TEST_CHAT_CONFIG, type TestApp } from './support/app.ts'
 
 // The real server on a real port, called with fetch; conversations in memory or in the real Redis on this machine.
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'
@@ -24,11 +23,6 @@ interface ChatBody {
 /** A calendar date `days` from today (UTC), as the service computes today. */
 function daysFromToday (days: number): string {
   return new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)
-}
-
-async function listen (testApp: TestApp): Promise<string> {
-  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
-  return `http://127.0.0.1:${(testApp.app.server.address() as AddressInfo).port}`
 }
 
 function chatConfig (redisKeyPrefix: string, redis: boolean): Partial<AppConfig> {

@@ -1,8 +1,7 @@
 import { request as httpRequest } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ImageFormats, type ImageFormat } from '../schemas/metadata.ts'
-import { API_KEY, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
+import { API_KEY, createTestApp, imageForm, listen, multipart, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, dataUri, ImageFactory, largePng } from './support/images.ts'
 import { until } from './support/processes.ts'
 
@@ -33,11 +32,6 @@ afterAll(async () => {
   await t.close()
   await small.close()
 })
-
-async function listen (testApp: TestApp): Promise<string> {
-  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
-  return `http://127.0.0.1:${(testApp.app.server.address() as AddressInfo).port}`
-}
 
 const auth = { authorization: `Bearer ${API_KEY}` }
 

@@ -1,6 +1,7 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
@@ -64,6 +65,12 @@ export async function createTestApp (overrides: Partial<AppConfig> = {}): Promis
       await rm(tempRoot, { recursive: true, force: true })
     }
   }
+}
+
+/** Listens on a free loopback port; the base URL to call it with. */
+export async function listen (testApp: TestApp): Promise<string> {
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  return `http://127.0.0.1:${(testApp.app.server.address() as AddressInfo).port}`
 }
 
 /** A multipart body built by the platform's own FormData encoder, ready for app.inject. */
