@@ -1,6 +1,6 @@
 import type { DomainPack } from '../domain-pack/schema.ts'
 import { OUT_OF_SCOPE, SUPPORT_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
-import type { Candidate, Understanding } from '../nlu/understand.ts'
+import { MIN_COVERAGE, type Candidate, type Understanding } from '../nlu/understand.ts'
 import type { Conversation, Fact, Topic } from './conversation.ts'
 import { returnWindow } from './return-window.ts'
 
@@ -133,7 +133,8 @@ export class DialoguePolicy {
   #inTopic (understanding: Understanding, topic: IntentName | undefined): Reading {
     const own: Reading = { intent: understanding.intent, ...(understanding.situation === undefined ? {} : { situation: understanding.situation }), confidence: understanding.confidence, status: understanding.status }
     const related = topic === undefined ? undefined : this.#followUps.get(topic)
-    if (related === undefined || topic === undefined || understanding.candidates.length === 0) return own
+    // A message of words the model does not know is not read into the topic either.
+    if (related === undefined || topic === undefined || understanding.coverage < MIN_COVERAGE) return own
     // The topic's own request counts as a follow-up too ("and where is the other one?" after tracking).
     const followUps = new Set([topic, ...related])
     const weighed = understanding.candidates.map((candidate): Candidate => ({

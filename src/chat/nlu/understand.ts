@@ -26,6 +26,8 @@ export interface Understanding {
   confidence: number
   /** The rejector's calibrated probability that the message is one the desk serves. */
   inScope: number
+  /** Share of the message's words the model knows (0–1); below MIN_COVERAGE nothing in it is understood. */
+  coverage: number
   /** The model's most probable intents, best first, each with its situations' probability added in. */
   candidates: Candidate[]
   entities: MessageEntities
@@ -37,7 +39,7 @@ export interface Understanding {
 
 const ANGRY_PUNCTUATION = /[!?]{3,}/
 /** Share of a message's words the model must know before it claims to understand anything. */
-const MIN_COVERAGE = 0.5
+export const MIN_COVERAGE = 0.5
 const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const VALUE_TOKENS = new Set<string>([ENTITY_TOKENS.order_number, ENTITY_TOKENS.date, ENTITY_TOKENS.email])
 /**
@@ -96,6 +98,7 @@ export class Understander {
       status,
       confidence: round(status === 'not_understood' ? 1 - confidence : confidence),
       inScope,
+      coverage: signals.coverage,
       candidates,
       entities: extractEntities(message, spans),
       valueOnly: isValueOnly(words),
