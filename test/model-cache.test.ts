@@ -51,6 +51,16 @@ describe('the model cache', () => {
     expect(cachedTraining(changed, cache, { ...english, englishWords: 'another-list' }).source).toBe('trained')
   })
 
+  it('keeps the four most recent models and forgets older ones', async () => {
+    const cache = join(dir, 'many')
+    for (let i = 0; i < 6; i++) {
+      const changed = structuredClone(small)
+      changed.intents.review.examples.push(`review number ${i}`)
+      cachedTraining(changed, cache, english)
+    }
+    expect(await readdir(cache)).toHaveLength(4)
+  })
+
   it('replaces a damaged file', async () => {
     const cache = join(dir, 'three')
     cachedTraining(small, cache, english)

@@ -27,8 +27,11 @@ parser.parsers.push({
 })
 
 const MAX_PARSED_LENGTH = 1000
-/** Only text with a digit or a date word goes through the parser: most messages have neither. */
-const DATE_HINT = /\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun|yesterday|today|tonight|tomorrow|ago|last|week|fortnight|weekend)/i
+/**
+ * Only text with a date's shape goes through the parser — a month or a weekday, a relative word, an ordinal, digits
+ * with "/", "." or "-" between them: most messages have none (an order number or a price alone is no date).
+ */
+const DATE_HINT = /\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april|june|july|august|september|october|november|december|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today|tonight|tomorrow|ago|back|last|week|weeks|fortnight|weekend)\b|\d(?:st|nd|rd|th)\b|\d[/.-]\d/i
 /** Same-length rewrites chrono understands: "two weeks back" is "two weeks ago ", "a fortnight" two weeks. */
 const BACK = /\b(days?|weeks?|months?) back\b/gi
 const FORTNIGHT = /\ba fortnight\b/gi

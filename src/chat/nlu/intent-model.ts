@@ -25,6 +25,8 @@ export interface IntentModelOptions {
    * with twice the mean count counts half), 0.5 halfway (by the square root).
    */
   balance?: number
+  /** Weights smaller than this (in absolute value) are dropped after training. */
+  prune?: number
   /**
    * Seeds of the example order: one model is trained per seed and their weights averaged, so that the model does
    * not depend on the luck of one order. The same seeds always train the same model.
@@ -67,10 +69,10 @@ export class IntentModel {
   readonly #reader: WordReader
   readonly #features: FeatureExtractor
   readonly #table: FeatureTable
-  readonly #weights: Float32Array
+  readonly #weights: SparseWeights
   readonly #bias: Float32Array
 
-  private constructor (classes: readonly string[], reader: WordReader, table: FeatureTable, weights: Float32Array, bias: Float32Array) {
+  private constructor (classes: readonly string[], reader: WordReader, table: FeatureTable, weights: SparseWeights, bias: Float32Array) {
     this.classes = classes
     this.#reader = reader
     this.#features = new FeatureExtractor()
@@ -85,7 +87,7 @@ export class IntentModel {
     const extractor = new FeatureExtractor()
     const featureIndex = new Map<number, number>()
     const rows = examples.map((example) => {
-      const hashes = extractor.features(reader.words(example.text)).features
+      const hashes = extractor.features(reader.words(example.text))
       const indexes = new Int32Array(hashes.length)
       for (let i = 0; i < hashes.length; i++) {
         let index = featureIndex.get(hashes[i]!)
@@ -111,7 +113,7 @@ export class IntentModel {
       for (let i = 0; i < weights.length; i++) weights[i]! += fitted.weights[i]! / seeds.length
       for (let c = 0; c < bias.length; c++) bias[c]! += fitted.bias[c]! / seeds.length
     }
-    return new IntentModel(classes, reader, FeatureTable.from(featureIndex), weights, bias)
+    return new IntentModel(classes, reader, FeatureTable.from(featureIndex), SparseWeights.prune(weights, classes.length, options.prune ?? PRUNE), bias)
   }
 
   /** The words the model reads in a text: normalised, spelling corrected, synonyms mapped. */
@@ -121,26 +123,25 @@ export class IntentModel {
 
   /** Class probabilities for words from `words()`. */
   score (words: readonly string[]): ModelScore {
-    const classes = this.classes.length
-    const weights = this.#weights
+    const { starts, columns, values } = this.#weights
+    // Each feature's row of the weight matrix (-1: not seen in training), as extracted; no hashes kept in between.
+    const rows: number[] = []
+    let knownWords = 0
+    this.#features.each(words, (feature, stem) => {
+      const row = this.#table.get(feature)
+      rows.push(row)
+      if (stem && row >= 0) knownWords++
+    })
+    let known = 0
+    for (let f = 0; f < rows.length; f++) if (rows[f]! >= 0) known++
+    const scale = known === 0 ? 0 : 1 / Math.sqrt(known)
     const scores = Float64Array.from(this.#bias)
-    const { features, stems } = this.#features.features(words)
-    let knownFeatures = 0
-    for (let f = 0; f < features.length; f++) {
-      const row = this.#table.get(features[f]!)
-      features[f] = row
-      if (row >= 0) knownFeatures++
-    }
-    const scale = knownFeatures === 0 ? 0 : 1 / Math.sqrt(knownFeatures)
-    for (let f = 0; f < features.length; f++) {
-      const row = features[f]!
+    for (let f = 0; f < rows.length; f++) {
+      const row = rows[f]!
       if (row < 0) continue
-      const offset = row * classes
-      for (let c = 0; c < classes; c++) scores[c]! += weights[offset + c]! * scale
+      for (let k = starts[row]!, end = starts[row + 1]!; k < end; k++) scores[columns[k]!]! += values[k]! * scale
     }
     softmaxInPlace(scores)
-    let knownWords = 0
-    for (let w = 0; w < stems.length; w++) if (features[stems[w]!]! >= 0) knownWords++
     return { probabilities: scores, knownWords }
   }
 
@@ -152,25 +153,73 @@ export class IntentModel {
       vocabulary: [...this.#reader.vocabulary],
       synonyms: this.#reader.synonyms,
       features: this.#table.size,
-      weights: this.#weights.length
+      weights: this.#weights.values.length
     })
-    const arrays = [this.#table.keys(), this.#table.rows(), this.#weights, this.#bias]
-    return packBytes(header, arrays)
+    const { starts, columns, values } = this.#weights
+    return packBytes(header, [this.#table.keys(), this.#table.rows(), starts, columns, values, this.#bias])
   }
 
   static fromBytes (bytes: Uint8Array, options: Pick<IntentModelOptions, 'isEnglishWord'> = {}): IntentModel {
     const { header, arrays } = unpackBytes(bytes)
     const data = JSON.parse(header) as { format: number, classes: string[], vocabulary: Array<[string, number]>, synonyms: Synonyms, features: number, weights: number }
     if (data.format !== MODEL_FORMAT) throw new Error(`model format ${data.format}, expected ${MODEL_FORMAT}`)
-    const [keys, rows, weights, bias] = arrays as [Uint8Array, Uint8Array, Uint8Array, Uint8Array]
+    const [keys, rows, starts, columns, values, bias] = arrays as [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array]
     const reader = new WordReader(new Map(data.vocabulary), data.synonyms, options.isEnglishWord)
     const table = FeatureTable.fromArrays(new Uint32Array(keys.buffer, keys.byteOffset, data.features), new Int32Array(rows.buffer, rows.byteOffset, data.features))
-    return new IntentModel(data.classes, reader, table, new Float32Array(weights.buffer, weights.byteOffset, data.weights), new Float32Array(bias.buffer, bias.byteOffset, data.classes.length))
+    const weights = new SparseWeights(
+      new Int32Array(starts.buffer, starts.byteOffset, data.features + 1),
+      new Uint8Array(columns.buffer, columns.byteOffset, data.weights),
+      new Float32Array(values.buffer, values.byteOffset, data.weights)
+    )
+    return new IntentModel(data.classes, reader, table, weights, new Float32Array(bias.buffer, bias.byteOffset, data.classes.length))
   }
 }
 
 /** Bumped whenever features or the byte layout change: a cached model of another format is trained again. */
-const MODEL_FORMAT = 3
+const MODEL_FORMAT = 4
+/** Weights smaller than this are dropped after training: they hardly move a score, and most of a row is such. */
+const PRUNE = 0.01
+
+/**
+ * The weight matrix by rows (features), keeping only each row's weights that matter (compressed sparse rows):
+ * scoring a message touches a few classes per feature instead of all of them.
+ */
+class SparseWeights {
+  /** Row r's weights are at starts[r] to starts[r + 1] - 1. */
+  readonly starts: Int32Array
+  /** The class of each kept weight. */
+  readonly columns: Uint8Array
+  readonly values: Float32Array
+
+  constructor (starts: Int32Array, columns: Uint8Array, values: Float32Array) {
+    this.starts = starts
+    this.columns = columns
+    this.values = values
+  }
+
+  static prune (dense: Float32Array, classes: number, threshold: number): SparseWeights {
+    if (classes > 256) throw new Error('at most 256 classes')
+    const rows = dense.length / classes
+    const starts = new Int32Array(rows + 1)
+    let kept = 0
+    for (let i = 0; i < dense.length; i++) if (Math.abs(dense[i]!) >= threshold) kept++
+    const columns = new Uint8Array(kept)
+    const values = new Float32Array(kept)
+    let at = 0
+    for (let row = 0; row < rows; row++) {
+      starts[row] = at
+      for (let c = 0; c < classes; c++) {
+        const weight = dense[row * classes + c]!
+        if (Math.abs(weight) >= threshold) {
+          columns[at] = c
+          values[at++] = weight
+        }
+      }
+    }
+    starts[rows] = at
+    return new SparseWeights(starts, columns, values)
+  }
+}
 
 /** Text → the words the model reads: normalised (text.ts), spelling corrected against the corpus, synonyms mapped. */
 class WordReader {
@@ -258,34 +307,38 @@ interface WordFeatures {
 class FeatureExtractor {
   readonly #words = new Map<string, WordFeatures>()
 
-  /** Hashes of the features (a feature seen twice counts twice), and where each word's stem is among them. */
-  features (words: readonly string[]): { features: number[], stems: Int32Array } {
+  /** Hashes of the features (a feature seen twice counts twice). */
+  features (words: readonly string[]): number[] {
     const features: number[] = []
-    const stems = new Int32Array(words.length)
+    this.each(words, (feature) => { features.push(feature) })
+    return features
+  }
+
+  /** Calls `visit` with each feature's hash, in order; `stem` marks a word's own stem (whether the word is known). */
+  each (words: readonly string[], visit: (feature: number, stem: boolean) => void): void {
     let previous: string | undefined
     let neighbour: string | undefined
     for (let w = 0; w < words.length; w++) {
       const { stem, content, hashes } = this.#word(words[w]!)
-      stems[w] = features.length
-      for (let h = 0; h < hashes.length; h++) features.push(hashes[h]!)
-      if (neighbour !== undefined) features.push(hash(FEATURE_SEEDS.bigram, neighbour, stem))
+      visit(hashes[0]!, true)
+      for (let h = 1; h < hashes.length; h++) visit(hashes[h]!, false)
+      if (neighbour !== undefined) visit(hashPair(FEATURE_SEEDS.bigram, neighbour, stem), false)
       neighbour = stem
       if (content) {
-        if (previous !== undefined) features.push(hash(FEATURE_SEEDS.pair, previous, stem))
+        if (previous !== undefined) visit(hashPair(FEATURE_SEEDS.pair, previous, stem), false)
         previous = stem
       }
     }
-    if (words.length === 0) features.push(hash(FEATURE_SEEDS.bias, ''))
-    return { features, stems }
+    if (words.length === 0) visit(hashSlice(FEATURE_SEEDS.bias, '', 0, 0), false)
   }
 
   /** A word's own features (its stem and character 4-grams), computed once per word. */
   #word (word: string): WordFeatures {
-    if (word.length > MAX_WORD_LENGTH) return { stem: word, content: true, hashes: Uint32Array.of(hash(FEATURE_SEEDS.word, word)) }
+    if (word.length > MAX_WORD_LENGTH) return { stem: word, content: true, hashes: Uint32Array.of(hashSlice(FEATURE_SEEDS.word, word, 0, word.length)) }
     let features = this.#words.get(word)
     if (features === undefined) {
       const stem = stemmer(word)
-      const hashes = [hash(FEATURE_SEEDS.word, stem)]
+      const hashes = [hashSlice(FEATURE_SEEDS.word, stem, 0, stem.length)]
       const content = !FUNCTION_WORDS.has(word)
       if (content && word.length >= CHAR_GRAM && !PLACEHOLDER.test(word)) {
         const padded = ` ${word} `
@@ -305,15 +358,14 @@ class FeatureExtractor {
 /** Feature hash → row of the weight matrix, as an open-addressing table: no allocation per look-up. */
 class FeatureTable {
   readonly size: number
-  readonly #keys: Uint32Array
-  readonly #rows: Int32Array
+  /** Slot s holds its key at 2s and its row at 2s + 1 (-1: empty): one memory access per probe. */
+  readonly #slots: Int32Array
   readonly #mask: number
 
-  private constructor (size: number, keys: Uint32Array, rows: Int32Array) {
+  private constructor (size: number, slots: Int32Array) {
     this.size = size
-    this.#keys = keys
-    this.#rows = rows
-    this.#mask = keys.length - 1
+    this.#slots = slots
+    this.#mask = slots.length / 2 - 1
   }
 
   static from (index: ReadonlyMap<number, number>): FeatureTable {
@@ -328,36 +380,43 @@ class FeatureTable {
   }
 
   static fromArrays (keys: Uint32Array, rows: Int32Array): FeatureTable {
-    let size = 16
-    while (size < keys.length * 2) size *= 2
-    const slots = new Uint32Array(size)
-    const slotRows = new Int32Array(size).fill(-1)
-    const mask = size - 1
+    let capacity = 16
+    while (capacity < keys.length * 2) capacity *= 2
+    const slots = new Int32Array(capacity * 2)
+    for (let s = 1; s < slots.length; s += 2) slots[s] = -1
+    const mask = capacity - 1
     for (let i = 0; i < keys.length; i++) {
       let slot = keys[i]! & mask
-      while (slotRows[slot]! >= 0) slot = (slot + 1) & mask
-      slots[slot] = keys[i]!
-      slotRows[slot] = rows[i]!
+      while (slots[2 * slot + 1]! >= 0) slot = (slot + 1) & mask
+      slots[2 * slot] = keys[i]! | 0
+      slots[2 * slot + 1] = rows[i]!
     }
-    return new FeatureTable(keys.length, slots, slotRows)
+    return new FeatureTable(keys.length, slots)
   }
 
   /** The row of `key`, or -1. */
   get (key: number): number {
+    const signed = key | 0
     let slot = key & this.#mask
     for (;;) {
-      const row = this.#rows[slot]!
-      if (row < 0 || this.#keys[slot] === key) return row
+      const row = this.#slots[2 * slot + 1]!
+      if (row < 0 || this.#slots[2 * slot] === signed) return row
       slot = (slot + 1) & this.#mask
     }
   }
 
   keys (): Uint32Array {
-    return this.#keys.filter((_key, slot) => this.#rows[slot]! >= 0)
+    return Uint32Array.from(this.#occupied(), (slot) => this.#slots[2 * slot]! >>> 0)
   }
 
   rows (): Int32Array {
-    return this.#rows.filter((row) => row >= 0)
+    return Int32Array.from(this.#occupied(), (slot) => this.#slots[2 * slot + 1]!)
+  }
+
+  #occupied (): number[] {
+    const occupied: number[] = []
+    for (let slot = 0; slot <= this.#mask; slot++) if (this.#slots[2 * slot + 1]! >= 0) occupied.push(slot)
+    return occupied
   }
 }
 
@@ -431,17 +490,16 @@ function softmaxInPlace (scores: Float64Array): void {
   for (let c = 0; c < scores.length; c++) scores[c]! /= sum
 }
 
-/** FNV-1a over the parts, separated, starting from a per-kind seed. */
-function hash (seed: number, ...parts: string[]): number {
+/** FNV-1a over two words, separated, starting from a per-kind seed. */
+function hashPair (seed: number, first: string, second: string): number {
   let h = (0x811c9dc5 ^ seed) >>> 0
-  for (let p = 0; p < parts.length; p++) {
-    if (p > 0) h = Math.imul(h ^ 0x1f, 0x01000193)
-    const part = parts[p]!
-    for (let i = 0; i < part.length; i++) h = Math.imul(h ^ part.charCodeAt(i), 0x01000193)
-  }
+  for (let i = 0; i < first.length; i++) h = Math.imul(h ^ first.charCodeAt(i), 0x01000193)
+  h = Math.imul(h ^ 0x1f, 0x01000193)
+  for (let i = 0; i < second.length; i++) h = Math.imul(h ^ second.charCodeAt(i), 0x01000193)
   return h >>> 0
 }
 
+/** FNV-1a over text[start, end), starting from a per-kind seed. */
 function hashSlice (seed: number, text: string, start: number, end: number): number {
   let h = (0x811c9dc5 ^ seed) >>> 0
   for (let i = start; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { DomainPack } from '../domain-pack/schema.ts'
 import { loadEnglishWords } from './english.ts'
@@ -9,6 +9,10 @@ import { trainingExamples, trainUnderstanding, type TrainedUnderstanding, type T
 
 /** The project's default: beside the other build caches, out of the repository. */
 export const DEFAULT_MODEL_CACHE = new URL('../../../node_modules/.cache/chat-metadata-api', import.meta.url).pathname
+
+const MODEL_FILE = /^[\w-]{32}\.model$/
+/** Models kept in the cache: a few packs (or versions of one) at once. */
+const KEPT_MODELS = 4
 
 /** The code that decides what a trained model is: a change to any of it trains again. */
 const TRAINING_SOURCES = ['intent-model.ts', 'text.ts', 'entities.ts', 'dates.ts', 'spelling.ts', 'rejection.ts', 'reading.ts', 'training.ts']
@@ -77,6 +81,15 @@ function write (file: string, trained: TrainedUnderstanding): void {
   } finally {
     rmSync(temporary, { force: true })
   }
+  forgetOldModels(join(file, '..'))
+}
+
+/** Every change to a pack or to the training code leaves a model behind: the few most recent are kept. */
+function forgetOldModels (directory: string): void {
+  const models = readdirSync(directory).filter((name) => MODEL_FILE.test(name))
+    .map((name) => ({ path: join(directory, name), modified: statSync(join(directory, name)).mtimeMs }))
+    .sort((a, b) => b.modified - a.modified)
+  for (const old of models.slice(KEPT_MODELS)) rmSync(old.path, { force: true })
 }
 
 /** The trained understanding of a pack as the service uses it: English-guarded spelling, default seeds and folds. */

@@ -136,10 +136,19 @@ export class Understander {
   }
 
   #isAngry (message: string): boolean {
-    const letters = message.replace(/[^a-zA-Z]/g, '')
-    const shouting = letters.length >= 12 && letters === letters.toUpperCase()
-    return shouting || ANGRY_PUNCTUATION.test(message) || this.#angerWords.test(message)
+    return isShouting(message) || ANGRY_PUNCTUATION.test(message) || this.#angerWords.test(message)
   }
+}
+
+/** At least twelve letters, none of them lower case. */
+function isShouting (message: string): boolean {
+  if (/[a-z]/.test(message)) return false
+  let letters = 0
+  for (let i = 0; i < message.length && letters < 12; i++) {
+    const code = message.charCodeAt(i)
+    if (code >= 65 && code <= 90) letters++
+  }
+  return letters >= 12
 }
 
 function isValueOnly (words: readonly string[]): boolean {
