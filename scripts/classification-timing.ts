@@ -5,9 +5,14 @@ export interface ClassificationTiming {
   p99: number
 }
 
-/** Each message timed on its own, after a warm-up pass; the median and 99th percentile over `passes` passes. */
+const WARM_UP_CALLS = 10_000
+
+/**
+ * Each message timed on its own, after warming up (at least 10,000 calls, so that a small file is timed as compiled
+ * as a large one); the median and 99th percentile over `passes` passes.
+ */
 export function timeClassification (classify: (message: string) => unknown, messages: readonly string[], passes = 3): ClassificationTiming {
-  for (const message of messages) classify(message)
+  for (let calls = 0; calls < Math.max(WARM_UP_CALLS, messages.length);) for (const message of messages) { classify(message); calls++ }
   const samples: number[] = []
   for (let pass = 0; pass < passes; pass++) {
     for (const message of messages) {
