@@ -83,6 +83,15 @@ describe('the dialogue policy', () => {
     expect(policy.decide(afterCancel, invoice, {}, TODAY).intent).toBe('get_invoice')
   })
 
+  it('a short message the rejector doubted is a follow-up when the topic makes it likely, and stays off-topic when not', () => {
+    const tracking: DialogueState = { facts: { order_id: 'A-1' }, topic: { intent: 'track_order' }, misunderstoodInARow: 0 }
+    const doubted = { ...understood('out_of_scope', 0.4), status: 'out_of_scope' as const, candidates: [{ intent: 'track_order' as const, probability: 0.4 }, { intent: 'out_of_scope' as const, probability: 0.35 }] }
+    expect(policy.decide(tracking, doubted, {}, TODAY)).toMatchObject({ intent: 'track_order', handoff: false })
+    expect(policy.decide(EMPTY, doubted, {}, TODAY).intent).toBe('out_of_scope')
+    const recipe = { ...offTopic, candidates: [{ intent: 'out_of_scope' as const, probability: 0.9 }, { intent: 'track_order' as const, probability: 0.05 }] }
+    expect(policy.decide(tracking, recipe, {}, TODAY).intent).toBe('out_of_scope')
+  })
+
   it('keeps what the conversation knows across a change of topic', () => {
     const state: DialogueState = { facts: { order_id: 'A-1', purchase_date: '2026-11-02', customer_name: 'Jo' }, topic: { intent: 'track_order' }, misunderstoodInARow: 0 }
     expect(policy.decide(state, understood('get_invoice'), {}, TODAY)).toMatchObject({ intent: 'get_invoice', facts: state.facts, topic: { intent: 'get_invoice' } })

@@ -128,7 +128,8 @@ export class DialoguePolicy {
 
   /**
    * The message read with the topic as evidence: each candidate the topic's follow-ups name weighs more, and the
-   * best after weighing wins. A message read on its own as not understood can be understood as a follow-up.
+   * best after weighing wins. A message that on its own was not understood, or taken for off-topic, is read as a
+   * follow-up only when the weighing makes that follow-up more likely than not.
    */
   #inTopic (understanding: Understanding, topic: IntentName | undefined): Reading {
     const own: Reading = { intent: understanding.intent, ...(understanding.situation === undefined ? {} : { situation: understanding.situation }), confidence: understanding.confidence, status: understanding.status }
@@ -144,11 +145,9 @@ export class DialoguePolicy {
     const total = weighed.reduce((sum, candidate) => sum + candidate.probability, 0) +
       Math.max(0, 1 - understanding.candidates.reduce((sum, candidate) => sum + candidate.probability, 0))
     const best = weighed.reduce((a, b) => b.probability > a.probability ? b : a)
-    const bestOwn = understanding.candidates[0]!
-    if (best.intent === bestOwn.intent || !followUps.has(best.intent)) return own
+    if (best.intent === own.intent || !followUps.has(best.intent)) return own
     const probability = best.probability / total
-    // Weighed up from below the floor of what counts as understood: still not understood.
-    if (understanding.status === 'not_understood' && probability < 0.5) return own
+    if (own.status !== 'understood' && probability < 0.5) return own
     return { intent: best.intent, confidence: Math.round(probability * 1000) / 1000, status: best.intent === OUT_OF_SCOPE ? 'out_of_scope' : 'understood' }
   }
 
