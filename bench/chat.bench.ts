@@ -40,6 +40,8 @@ async function serve (): Promise<void> {
   const app = await buildApp({
     apiKeys: [apiKeyFromParent()],
     logLevel: 'info',
+    trustProxy: false,
+    rateLimits: { chatPerMinute: 0, metadataPerMinute: 0 },
     maxImageBytes: 26_214_400,
     exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 16 },
     tempRoot: process.env['TMPDIR'] ?? '/tmp',

@@ -24,6 +24,7 @@ import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import type { EventEmitter } from 'node:events'
+import { DEFAULT_MODEL_CACHE } from '../src/chat/nlu/model-cache.ts'
 
 const SERVER_FLAG = '--bench-server'
 const CONNECTIONS = 8
@@ -80,11 +81,14 @@ async function serve (): Promise<void> {
     apiKeys: [requiredEnv('BENCH_API_KEY')],
     // Request logging stays on, as in production; the lines go nowhere.
     logLevel: 'info',
+    trustProxy: false,
+    rateLimits: { chatPerMinute: 0, metadataPerMinute: 0 },
     maxImageBytes: 26_214_400,
     exiftool: { procs: EXIFTOOL_PROCS, taskTimeoutMs: 10_000, maxQueue: 256 },
     tempRoot,
     chat: {
       supportBaseUrl: 'https://shop.example.com',
+      modelCacheDir: DEFAULT_MODEL_CACHE,
       redisKeyPrefix: 'chat-metadata-api-bench:',
       conversationTtlMs: 86_400_000,
       maxConversations: 10_000,

@@ -24,7 +24,8 @@ async function auth (fastify: FastifyInstance, options: AuthOptions): Promise<vo
     addHook: false,
     // The scheme name is case-insensitive (RFC 7235 §2.1): `bearer <key>` is as valid as `Bearer <key>`.
     specCompliance: 'rfc6749',
-    verifyErrorLogLevel: 'info'
+    // The request's one log line already says 401 UNAUTHORIZED.
+    verifyErrorLogLevel: 'debug'
   })
   fastify.decorateRequest('apiKey', '')
   fastify.addHook('onRequest', function (request, reply, done) {

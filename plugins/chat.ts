@@ -5,11 +5,18 @@ import { Type } from '@sinclair/typebox'
 import { errorResponses } from '../schemas/error.ts'
 import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams } from '../schemas/chat.ts'
 import { ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
+import { perMinute } from './rate-limit.ts'
 import { ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError } from '../src/errors.ts'
 
+export interface ChatRoutesOptions {
+  /** Requests per minute per API key on each chat route; 0: no limit. */
+  rateLimit: number
+}
+
 /** POST /chat/send and GET /chat/conversations/:id: the support assistant (plugins/chat-assistant.ts) over HTTP. */
-export default async function chatRoutes (fastify: FastifyInstance): Promise<void> {
+export default async function chatRoutes (fastify: FastifyInstance, options: ChatRoutesOptions): Promise<void> {
   const chat = fastify.chatService
+  const config = { rateLimit: perMinute(options.rateLimit) }
 
   // JSON types as sent: `"message": 123` is a 400, not the string "123" (Fastify coerces types by default).
   const externalSchemas = fastify.getSchemas() as Parameters<ReturnType<typeof AjvCompiler>>[0]
@@ -21,6 +28,7 @@ export default async function chatRoutes (fastify: FastifyInstance): Promise<voi
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   app.post('/chat/send', {
     bodyLimit: CHAT_BODY_LIMIT,
+    config,
     schema: {
       operationId: 'sendChatMessage',
       tags: ['chat'],
@@ -30,7 +38,7 @@ export default async function chatRoutes (fastify: FastifyInstance): Promise<voi
       body: Type.Ref(ChatRequest),
       response: {
         200: Type.Ref(ChatReply),
-        ...errorResponses(400, 401, 404, 413, 415, 500, 503)
+        ...errorResponses(400, 401, 404, 413, 415, 429, 500, 503)
       }
     }
   }, async (request) => {
@@ -42,6 +50,8 @@ export default async function chatRoutes (fastify: FastifyInstance): Promise<voi
       ...(body.context === undefined ? {} : { context: body.context }),
       ...(body.conversation_id === undefined ? {} : { conversationId: body.conversation_id })
     })
+    // Never the message or the context: they are the customer's words and data.
+    request.log = request.log.child({ conversationId: sent.conversationId, intent: sent.intent, handoff: sent.handoff })
     return {
       reply: sent.reply,
       conversation_id: sent.conversationId,
@@ -54,6 +64,7 @@ export default async function chatRoutes (fastify: FastifyInstance): Promise<voi
   })
 
   app.get('/chat/conversations/:conversation_id', {
+    config,
     schema: {
       operationId: 'getChatTranscript',
       tags: ['chat'],
@@ -61,7 +72,7 @@ export default async function chatRoutes (fastify: FastifyInstance): Promise<voi
       params: ConversationParams,
       response: {
         200: Type.Ref(ChatTranscript),
-        ...errorResponses(400, 401, 404, 500, 503)
+        ...errorResponses(400, 401, 404, 429, 500, 503)
       }
     }
   }, async (request) => {

@@ -23,11 +23,8 @@ async function errorEnvelope (fastify: FastifyInstance): Promise<void> {
   fastify.setErrorHandler(function (error: ServiceError, request, reply) {
     const known = toServiceError(error, request)
     const statusCode = known.statusCode ?? 500
-    if (statusCode >= 500) {
-      request.log.error({ err: error }, 'request failed')
-    } else {
-      request.log.info({ code: known.code, statusCode }, known.message)
-    }
+    // A failure of ours gets its stack logged; the request's own line (plugins/request-log.ts) carries the code.
+    if (statusCode >= 500) request.log.error({ err: error }, 'request failed')
     sendError(reply, known)
   })
 
@@ -39,6 +36,7 @@ async function errorEnvelope (fastify: FastifyInstance): Promise<void> {
 
 function sendError (reply: FastifyReply, error: ServiceError): void {
   const statusCode = error.statusCode ?? 500
+  reply.request.log = reply.request.log.child({ code: error.code })
   if (error.headers !== undefined) reply.headers(error.headers)
   reply.code(statusCode).send({
     ...error.details,

@@ -18,10 +18,13 @@ import { describeImage, type StoredImage } from '../src/metadata/describe-image.
 import { sniffImage, sniffImageFile } from '../src/metadata/sniff.ts'
 import { ScratchDirectory } from '../src/scratch-directory.ts'
 import multipartUploads, { IMAGE_FIELD, trackScratchFile } from './multipart.ts'
+import { perMinute } from './rate-limit.ts'
 
 export interface MetadataRoutesOptions {
   maxImageBytes: number
   tempRoot: string
+  /** Requests per minute per API key; 0: no limit. */
+  rateLimit: number
 }
 
 /** File extensions for the scratch copy, so ExifTool tries the right parser first. */
@@ -44,6 +47,7 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   app.post('/metadata', {
     bodyLimit: maxDataUriBodyBytes(maxImageBytes),
+    config: { rateLimit: perMinute(options.rateLimit) },
     schema: {
       operationId: 'extractMetadata',
       tags: ['metadata'],
@@ -61,7 +65,7 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
         200: Type.Ref(ImageMetadata),
         ...errorResponses(400, 401, 413, 415),
         422: Type.Ref(ImageLacksMetadataResponse),
-        ...errorResponses(500, 503)
+        ...errorResponses(429, 500, 503)
       }
     }
   }, async (request) => {

@@ -16,6 +16,7 @@ const ERROR_RESPONSE_DESCRIPTIONS: Record<string, string> = {
   413: 'Payload Too Large: the body, or the image, is larger than the limit',
   415: 'Unsupported Media Type: a Content-Type the operation does not accept, or bytes that are not an image in a supported format',
   422: 'Unprocessable Entity: the image has no metadata; the body still carries what could be read from it',
+  429: 'Too Many Requests: this API key has sent more requests this minute than its limit; retry after the Retry-After delay',
   500: 'Internal Server Error: the details are in the service log',
   503: 'Service Unavailable: at capacity, restarting, timed out or not ready; retry after the Retry-After delay'
 }
@@ -24,6 +25,12 @@ const ERROR_RESPONSE_DESCRIPTIONS: Record<string, string> = {
 const ERROR_RESPONSE_HEADERS: Record<string, Json> = {
   401: {
     'WWW-Authenticate': { description: 'The scheme to authenticate with', schema: { type: 'string', enum: ['Bearer'] } }
+  },
+  429: {
+    'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
+    'RateLimit-Limit': { description: 'Requests allowed per minute for this API key', schema: { type: 'integer', minimum: 0 } },
+    'RateLimit-Remaining': { description: 'Requests left in the current minute', schema: { type: 'integer', minimum: 0 } },
+    'RateLimit-Reset': { description: 'Seconds until the current minute ends', schema: { type: 'integer', minimum: 0 } }
   },
   503: {
     'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } }

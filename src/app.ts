@@ -9,6 +9,8 @@ import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
 import metadataRoutes from '../plugins/metadata.ts'
 import openapi from '../plugins/openapi.ts'
+import rateLimits from '../plugins/rate-limit.ts'
+import requestId, { RequestLog, requestIdOf } from '../plugins/request-log.ts'
 
 export interface BuildOptions {
   /** Where the JSON log lines go; standard output by default. */
@@ -21,6 +23,10 @@ const REDACTED = ['req.headers.authorization', 'headers.authorization', 'request
 /** The `/api` prefix some clients use is an alias of the canonical routes (and stays out of the OpenAPI document). */
 const API_ALIAS_PREFIX = '/api/v1/'
 
+function trustHops (hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops
+}
+
 /**
  * Builds the whole service without listening: each test makes its own instance with its own configuration.
  * Closing it ends the ExifTool pool, closes the Redis connection and removes the scratch directory.
@@ -29,6 +35,10 @@ const API_ALIAS_PREFIX = '/api/v1/'
 export async function buildApp (config: AppConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
   const { chat } = config
   const app = Fastify({
+    // A number of hops becomes the function Fastify's types ask for (proxy-addr reads it the same way).
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
+    genReqId: requestIdOf,
+    logController: new RequestLog(),
     logger: {
       level: config.logLevel,
       redact: { paths: REDACTED, censor: '[redacted]' },
@@ -46,6 +56,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   // Only the media types the routes declare are parsed; anything else is a 415.
   app.removeContentTypeParser('text/plain')
 
+  await app.register(requestId)
   await app.register(errorEnvelope)
   await app.register(openapi)
   await app.register(exiftoolPool, config.exiftool)
@@ -64,8 +75,9 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(health)
   await app.register(async function v1 (api) {
     await api.register(auth, { apiKeys: config.apiKeys })
-    await api.register(metadataRoutes, { maxImageBytes: config.maxImageBytes, tempRoot: config.tempRoot })
-    await api.register(chatRoutes)
+    await api.register(rateLimits, { keyPrefix: chat.redisKeyPrefix })
+    await api.register(metadataRoutes, { maxImageBytes: config.maxImageBytes, tempRoot: config.tempRoot, rateLimit: config.rateLimits.metadataPerMinute })
+    await api.register(chatRoutes, { rateLimit: config.rateLimits.chatPerMinute })
   }, { prefix: '/v1' })
   return app
 }

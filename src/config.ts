@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { availableParallelism, tmpdir } from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { envSchema } from 'env-schema'
@@ -28,7 +29,11 @@ const EnvSchema = Type.Object({
   REDIS_KEY_PREFIX: Type.String({ default: 'chat-metadata-api:' }),
   CONVERSATION_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 31_536_000, default: 86_400 }),
   CONVERSATION_MAX: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000 }),
-  CONVERSATION_HISTORY: Type.Integer({ minimum: 2, maximum: 1000, default: 50 })
+  CONVERSATION_HISTORY: Type.Integer({ minimum: 2, maximum: 1000, default: 50 }),
+  TRUST_PROXY: Type.String({ default: 'false' }),
+  RATE_LIMIT_CHAT_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 600 }),
+  RATE_LIMIT_METADATA_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 120 }),
+  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 })
 })
 type Env = Static<typeof EnvSchema>
 
@@ -59,10 +64,24 @@ export interface ChatConfig {
   historyLimit: number
 }
 
+/**
+ * Which proxies' X-Forwarded-For to believe: none (false), every hop (true), this many hops, or these addresses and
+ * CIDR ranges (Fastify's `trustProxy`).
+ */
+export type TrustProxy = boolean | number | string[]
+
+/** Requests per minute per API key; 0: no limit. */
+export interface RateLimits {
+  chatPerMinute: number
+  metadataPerMinute: number
+}
+
 /** What `buildApp` needs: everything but where to listen. */
 export interface AppConfig {
   apiKeys: string[]
   logLevel: string
+  trustProxy: TrustProxy
+  rateLimits: RateLimits
   maxImageBytes: number
   exiftool: ExifToolConfig
   /** Where the private per-instance scratch directory for uploads is created. */
@@ -73,6 +92,8 @@ export interface AppConfig {
 export interface ServerConfig extends AppConfig {
   port: number
   host: string
+  /** How long requests in flight may take to finish after SIGTERM/SIGINT before the process exits anyway. */
+  shutdownGraceMs: number
   /** Set when no key was configured outside production: the server logs it once. */
   generatedDevKey?: string
 }
@@ -98,6 +119,7 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     throw new ConfigError(`Invalid configuration: env/LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
   }
 
+  const trustProxy = parseTrustProxy(env.TRUST_PROXY)
   const apiKeys = [...parseKeys(env.API_KEYS ?? ''), ...readKeysFile(env.API_KEYS_FILE)]
   let generatedDevKey: string | undefined
   if (apiKeys.length === 0) {
@@ -111,8 +133,11 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
   return {
     port: env.PORT,
     host: env.HOST,
+    shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     apiKeys,
     logLevel: env.LOG_LEVEL,
+    trustProxy,
+    rateLimits: { chatPerMinute: env.RATE_LIMIT_CHAT_PER_MIN, metadataPerMinute: env.RATE_LIMIT_METADATA_PER_MIN },
     maxImageBytes: env.MAX_IMAGE_BYTES,
     exiftool: {
       procs: env.EXIFTOOL_PROCS ?? availableParallelism(),
@@ -133,6 +158,21 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     },
     ...(generatedDevKey === undefined ? {} : { generatedDevKey })
   }
+}
+
+const CIDR = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[\da-f:]*:[\da-f:.]*)(?:\/\d{1,3})?$/i
+
+function parseTrustProxy (text: string): TrustProxy {
+  const value = text.trim().toLowerCase()
+  if (value === 'true') return true
+  if (value === 'false' || value === '') return false
+  if (/^\d{1,2}$/.test(value)) return Number(value)
+  const addresses = value.split(',').map((address) => address.trim()).filter((address) => address.length > 0)
+  const wrong = addresses.find((address) => !CIDR.test(address) || isIP(address.split('/')[0]!) === 0)
+  if (wrong !== undefined || addresses.length === 0) {
+    throw new ConfigError('Invalid configuration: env/TRUST_PROXY must be true, false, a number of hops, or a comma-separated list of IP addresses and CIDR ranges')
+  }
+  return addresses
 }
 
 function parseKeys (text: string): string[] {

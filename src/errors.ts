@@ -63,6 +63,11 @@ export const ConversationStoreUnavailableError = createError(
   'Conversations are unavailable; retry shortly',
   503
 )
+export const RateLimitedError = createError(
+  'RATE_LIMITED',
+  'Too many requests with this API key; retry after the Retry-After delay',
+  429
+)
 export const NotReadyError = createError('NOT_READY', 'The service is not ready', 503)
 export const InternalError = createError('INTERNAL_ERROR', 'Internal Server Error', 500)
 

@@ -28,7 +28,7 @@ async function main (): Promise<void> {
     app.log.warn(`No API_KEYS or API_KEYS_FILE set: generated a development API key for this run: ${config.generatedDevKey}`)
   }
 
-  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  closeWithGrace({ delay: config.shutdownGraceMs }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'closing after an unexpected error')
     else app.log.info({ signal }, 'closing')
     await app.close()

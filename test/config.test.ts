@@ -52,8 +52,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_KEYS: 'key-1' })).toStrictEqual({
       port: 3000,
       host: '0.0.0.0',
+      shutdownGraceMs: 10_000,
       apiKeys: ['key-1'],
       logLevel: 'info',
+      trustProxy: false,
+      rateLimits: { chatPerMinute: 600, metadataPerMinute: 120 },
       maxImageBytes: 26_214_400,
       exiftool: { procs: availableParallelism(), taskTimeoutMs: 10_000, maxQueue: 256 },
       tempRoot: tmpdir(),
@@ -66,6 +69,16 @@ describe('loadConfig', () => {
         historyLimit: 50
       }
     })
+  })
+
+  it.each([
+    ['true', true],
+    ['FALSE', false],
+    ['2', 2],
+    ['10.0.0.0/8, 172.16.0.0/12,::1', ['10.0.0.0/8', '172.16.0.0/12', '::1']],
+    ['192.168.1.4', ['192.168.1.4']]
+  ])('reads TRUST_PROXY=%j', (value, trustProxy) => {
+    expect(loadConfig({ API_KEYS: 'key-1', TRUST_PROXY: value }).trustProxy).toEqual(trustProxy)
   })
 
   it('an empty MODEL_CACHE_DIR turns the model cache off', () => {
@@ -91,12 +104,19 @@ describe('loadConfig', () => {
       REDIS_KEY_PREFIX: 'shop:',
       CONVERSATION_TTL_SECONDS: '3600',
       CONVERSATION_MAX: '500',
-      CONVERSATION_HISTORY: '20'
+      CONVERSATION_HISTORY: '20',
+      TRUST_PROXY: '1',
+      RATE_LIMIT_CHAT_PER_MIN: '30',
+      RATE_LIMIT_METADATA_PER_MIN: '0',
+      SHUTDOWN_GRACE_MS: '25000'
     })).toStrictEqual({
       port: 8080,
       host: '127.0.0.1',
+      shutdownGraceMs: 25_000,
       apiKeys: ['key-1'],
       logLevel: 'debug',
+      trustProxy: 1,
+      rateLimits: { chatPerMinute: 30, metadataPerMinute: 0 },
       maxImageBytes: 1_048_576,
       exiftool: { procs: 3, taskTimeoutMs: 2500, maxQueue: 32 },
       tempRoot: '/var/tmp',
@@ -136,7 +156,13 @@ describe('loadConfig', () => {
     ['REDIS_URL', 'localhost:6379'],
     ['CONVERSATION_TTL_SECONDS', '10'],
     ['CONVERSATION_MAX', '0'],
-    ['CONVERSATION_HISTORY', '1']
+    ['CONVERSATION_HISTORY', '1'],
+    ['TRUST_PROXY', 'sometimes'],
+    ['TRUST_PROXY', '10.0.0.0/8, not-an-address'],
+    ['TRUST_PROXY', '999.1.1.1'],
+    ['RATE_LIMIT_CHAT_PER_MIN', '-1'],
+    ['RATE_LIMIT_METADATA_PER_MIN', 'lots'],
+    ['SHUTDOWN_GRACE_MS', '-5']
   ])('rejects %s=%j with a message naming it', (variable, value) => {
     expect(configError({ API_KEYS: 'key-1', [variable]: value }).message).toMatch(naming(variable))
   })

@@ -167,7 +167,7 @@ describe('GET /openapi.json', () => {
     expect(operation.operationId).toBe('sendChatMessage')
     expect(operation.security).toBeUndefined()
     expect(operation.requestBody?.content['application/json']?.schema.$ref).toBe('#/components/schemas/ChatRequest')
-    expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '404', '413', '415', '500', '503'])
+    expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '404', '413', '415', '429', '500', '503'])
     expect(operation.responses['200']?.content?.['application/json']?.schema.$ref).toBe('#/components/schemas/ChatReply')
     expect(operation.responses['404']?.description).toMatch(/conversation/)
     const reply = document.components.schemas['ChatReply'] as { required: string[], properties: Record<string, { enum?: string[] }> }
@@ -194,10 +194,10 @@ describe('GET /openapi.json', () => {
   it('documents every response of extractMetadata with its schema', () => {
     const { responses } = extractMetadata()
     const schemaOf = (status: string): string | undefined => responses[status]?.content?.['application/json']?.schema.$ref
-    expect(Object.keys(responses).sort()).toEqual(['200', '400', '401', '413', '415', '422', '500', '503'])
+    expect(Object.keys(responses).sort()).toEqual(['200', '400', '401', '413', '415', '422', '429', '500', '503'])
     expect(schemaOf('200')).toBe('#/components/schemas/ImageMetadata')
     expect(schemaOf('422')).toBe('#/components/schemas/ImageLacksMetadataResponse')
-    for (const status of ['400', '401', '413', '415', '500', '503']) {
+    for (const status of ['400', '401', '413', '415', '429', '500', '503']) {
       expect(schemaOf(status), status).toBe('#/components/schemas/ErrorResponse')
     }
     for (const [status, response] of Object.entries(responses)) {

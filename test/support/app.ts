@@ -44,6 +44,9 @@ export async function createTestApp (overrides: Partial<AppConfig> = {}): Promis
   const config: AppConfig = {
     apiKeys: [API_KEY],
     logLevel: 'info',
+    trustProxy: false,
+    // Off unless a test turns it on: the suites send many requests with one key.
+    rateLimits: { chatPerMinute: 0, metadataPerMinute: 0 },
     maxImageBytes: 26_214_400,
     exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 64 },
     tempRoot,
