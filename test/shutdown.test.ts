@@ -1,0 +1,162 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { request as httpRequest } from 'node:http'
+import { createServer } from 'node:net'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { DEFAULT_MODEL_CACHE } from '../src/chat/nlu/model-cache.ts'
+import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
+import { until } from './support/processes.ts'
+
+// The real server process, started as a container would start it (`node src/server.ts`) and as `npm start` does,
+// stopped with SIGTERM while an upload is in flight.
+const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const KEY = 'shutdown-test-key'
+let photo: Buffer
+let tempRoot: string
+
+beforeAll(async () => {
+  const images = new ImageFactory()
+  try {
+    photo = await images.make('jpeg', { width: 640, height: 480, tags: CAMERA_TAGS })
+  } finally {
+    await images.close()
+  }
+  tempRoot = await mkdtemp(join(tmpdir(), 'chat-metadata-api-shutdown-'))
+})
+
+afterAll(async () => { await rm(tempRoot, { recursive: true, force: true }) })
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+interface Running {
+  child: ChildProcess
+  port: number
+  output: () => string
+  exit: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+}
+
+async function start (how: 'node' | 'npm'): Promise<Running> {
+  const port = await freePort()
+  const env = {
+    PATH: process.env['PATH'],
+    API_KEYS: KEY,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    EXIFTOOL_PROCS: '1',
+    TMPDIR: tempRoot,
+    MODEL_CACHE_DIR: DEFAULT_MODEL_CACHE,
+    SHUTDOWN_GRACE_MS: '10000'
+  }
+  const child = how === 'node'
+    ? spawn(process.execPath, ['src/server.ts'], { cwd: PROJECT_ROOT, env })
+    : spawn('npm', ['start', '--silent'], { cwd: PROJECT_ROOT, env })
+  let output = ''
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const exit = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => { resolve({ code, signal }) })
+  })
+  await until(async () => {
+    try {
+      return (await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200
+    } catch {
+      return false
+    }
+  }, 600, 50)
+  return { child, port, output: () => output, exit }
+}
+
+/** The server's process and every process below it (npm → node → perl/exiftool). */
+function processTree (root: number): number[] {
+  const lines = execFileSync('ps', ['-eo', 'pid=,ppid=']).toString().trim().split('\n')
+  const parents = lines.map((line) => line.trim().split(/\s+/).map(Number) as [number, number])
+  const tree = [root]
+  for (let grew = true; grew;) {
+    grew = false
+    for (const [pid, ppid] of parents) {
+      if (tree.includes(ppid) && !tree.includes(pid)) {
+        tree.push(pid)
+        grew = true
+      }
+    }
+  }
+  return tree
+}
+
+function alive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** A multipart upload whose body is sent in two halves; the second only when `release` is called. */
+function slowUpload (port: number): { release: () => void, answer: Promise<{ status: number, body: string }> } {
+  const boundary = 'shutdown-test-boundary'
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="photo.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`)
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
+  const body = Buffer.concat([head, photo, tail])
+  const half = Math.floor(body.length / 2)
+  const request = httpRequest({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path: '/v1/metadata',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': body.length }
+  })
+  const answer = new Promise<{ status: number, body: string }>((resolve, reject) => {
+    request.on('response', (response) => {
+      let text = ''
+      response.on('data', (chunk: Buffer) => { text += chunk.toString() })
+      response.on('end', () => { resolve({ status: response.statusCode ?? 0, body: text }) })
+    })
+    request.on('error', reject)
+  })
+  request.write(body.subarray(0, half))
+  return { release: () => { request.end(body.subarray(half)) }, answer }
+}
+
+describe.each([{ how: 'node' as const }, { how: 'npm' as const }])('SIGTERM to `$how`', ({ how }) => {
+  it('finishes the request in flight, refuses new connections, ends ExifTool and exits 0', async () => {
+    const server = await start(how)
+    const upload = slowUpload(server.port)
+    // The upload has begun: the server holds an open request.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const tree = processTree(server.child.pid!)
+    expect(tree.length).toBeGreaterThan(1)
+
+    server.child.kill('SIGTERM')
+    // Stopped accepting: a new connection is refused while the request in flight goes on.
+    await until(async () => {
+      try {
+        await fetch(`http://127.0.0.1:${server.port}/health/live`)
+        return false
+      } catch {
+        return true
+      }
+    }, 100, 50)
+    upload.release()
+    const answer = await upload.answer
+    expect(answer.status).toBe(200)
+    expect(JSON.parse(answer.body)).toMatchObject({ camera: { make: 'NIKON', model: 'COOLPIX P6000' }, format: 'jpeg' })
+
+    const exit = await server.exit
+    expect(exit).toEqual({ code: 0, signal: null })
+    expect(server.output()).toMatch(/"signal":"SIGTERM","msg":"closing"/)
+    // No process of the server's is left, ExifTool's included, and its scratch directory is gone (npm and Node may
+    // keep their own caches under TMPDIR).
+    await until(() => tree.every((pid) => !alive(pid)), 100, 50)
+    expect((await readdir(tempRoot)).filter((name) => name.startsWith('chat-metadata-api-'))).toEqual([])
+  })
+})
