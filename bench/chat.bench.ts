@@ -17,7 +17,6 @@ import { randomUUID } from 'node:crypto'
 import { cpus, loadavg } from 'node:os'
 import { createRequire } from 'node:module'
 import { timeClassification } from '../scripts/classification-timing.ts'
-import { DEFAULT_MODEL_CACHE } from '../src/chat/nlu/model-cache.ts'
 
 const SERVER_FLAG = '--bench-server'
 const CONNECTIONS = 8
@@ -36,25 +35,17 @@ else await main()
 
 async function serve (): Promise<void> {
   const { buildApp } = await import('../src/app.ts')
+  const { loadConfig } = await import('../src/config.ts')
   const redisUrl = process.env['BENCH_REDIS_URL']
-  const app = await buildApp({
-    apiKeys: [apiKeyFromParent()],
-    logLevel: 'info',
-    trustProxy: false,
-    rateLimits: { chatPerMinute: 0, metadataPerMinute: 0 },
-    maxImageBytes: 26_214_400,
-    exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 16 },
-    tempRoot: process.env['TMPDIR'] ?? '/tmp',
-    chat: {
-      supportBaseUrl: 'https://shop.example.com',
-      modelCacheDir: DEFAULT_MODEL_CACHE,
-      ...(redisUrl === undefined ? {} : { redisUrl }),
-      redisKeyPrefix: `chat-metadata-api-bench:${randomUUID()}:`,
-      conversationTtlMs: 120_000,
-      maxConversations: 10_000,
-      historyLimit: 50
-    }
-  }, { logStream: { write () {} } })
+  // The service's own defaults, as `npm start` reads them, but for the key, one ExifTool process and no rate limit.
+  const app = await buildApp(loadConfig({
+    API_KEYS: apiKeyFromParent(),
+    EXIFTOOL_PROCS: '1',
+    RATE_LIMIT_CHAT_PER_MIN: '0',
+    REDIS_KEY_PREFIX: `chat-metadata-api-bench:${randomUUID()}:`,
+    CONVERSATION_TTL_SECONDS: '120',
+    ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl })
+  }), { logStream: { write () {} } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   if (address === null || typeof address === 'string') throw new Error('server has no TCP address')
@@ -96,13 +87,14 @@ async function measureUnderstanding (): Promise<{ trainingMs: number, cacheMs: n
   const { readLabelledMessages } = await import('../src/chat/evaluation/intents.ts')
   const { trainedForPack } = await import('../src/chat/nlu/model-cache.ts')
   const { Understander } = await import('../src/chat/nlu/understand.ts')
+  const { DEFAULT_MODEL_CACHE: cache } = await import('../src/chat/nlu/model-cache.ts')
   const pack = loadDomainPack()
   let start = performance.now()
   trainedForPack(pack, undefined)
   const trainingMs = performance.now() - start
-  trainedForPack(pack, DEFAULT_MODEL_CACHE)
+  trainedForPack(pack, cache)
   start = performance.now()
-  const understander = new Understander(trainedForPack(pack, DEFAULT_MODEL_CACHE).trained, pack.understanding)
+  const understander = new Understander(trainedForPack(pack, cache).trained, pack.understanding)
   const cacheMs = performance.now() - start
   const fixtures = new URL('../test/fixtures/', import.meta.url)
   const messages = readdirSync(fixtures).filter((file) => file.includes('heldout'))

@@ -24,7 +24,6 @@ import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import type { EventEmitter } from 'node:events'
-import { DEFAULT_MODEL_CACHE } from '../src/chat/nlu/model-cache.ts'
 
 const SERVER_FLAG = '--bench-server'
 const CONNECTIONS = 8
@@ -77,24 +76,15 @@ async function serve (): Promise<void> {
   const send = (message: FromServer): void => { process.send?.(message) }
   const tempRoot = requiredEnv('BENCH_TEMP_ROOT')
   const { buildApp } = await import('../src/app.ts')
-  const app = await buildApp({
-    apiKeys: [requiredEnv('BENCH_API_KEY')],
-    // Request logging stays on, as in production; the lines go nowhere.
-    logLevel: 'info',
-    trustProxy: false,
-    rateLimits: { chatPerMinute: 0, metadataPerMinute: 0 },
-    maxImageBytes: 26_214_400,
-    exiftool: { procs: EXIFTOOL_PROCS, taskTimeoutMs: 10_000, maxQueue: 256 },
-    tempRoot,
-    chat: {
-      supportBaseUrl: 'https://shop.example.com',
-      modelCacheDir: DEFAULT_MODEL_CACHE,
-      redisKeyPrefix: 'chat-metadata-api-bench:',
-      conversationTtlMs: 86_400_000,
-      maxConversations: 10_000,
-      historyLimit: 50
-    }
-  }, { logStream: { write () {} } })
+  const { loadConfig } = await import('../src/config.ts')
+  // The service's own defaults, as `npm start` reads them (request logging on, as in production; the lines go
+  // nowhere), but for the key, the pool size, the scratch directory and no rate limit.
+  const app = await buildApp(loadConfig({
+    API_KEYS: requiredEnv('BENCH_API_KEY'),
+    EXIFTOOL_PROCS: String(EXIFTOOL_PROCS),
+    TMPDIR: tempRoot,
+    RATE_LIMIT_METADATA_PER_MIN: '0'
+  }), { logStream: { write () {} } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   if (address === null || typeof address === 'string') throw new Error('server has no TCP address')

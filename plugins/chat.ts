@@ -6,7 +6,10 @@ import { errorResponses } from '../schemas/error.ts'
 import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams } from '../schemas/chat.ts'
 import { ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
 import { perMinute } from './rate-limit.ts'
-import { ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError } from '../src/errors.ts'
+import { ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError, withHeaders } from '../src/errors.ts'
+
+/** Seconds a client waits before retrying while Redis does not answer (it reconnects within two). */
+const STORE_RETRY_AFTER_SECONDS = '2'
 
 export interface ChatRoutesOptions {
   /** Requests per minute per API key on each chat route; 0: no limit. */
@@ -91,7 +94,9 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
 /** The chat domain's failures as the service's errors; the envelope renders them. */
 function toWireError (error: FastifyError): Error {
   if (error instanceof ConversationNotFound) return new ConversationNotFoundError()
-  if (error instanceof ConversationStoreUnavailable) return Object.assign(new ConversationStoreUnavailableError(), { cause: error })
+  if (error instanceof ConversationStoreUnavailable) {
+    return withHeaders(Object.assign(new ConversationStoreUnavailableError(), { cause: error }), { 'retry-after': STORE_RETRY_AFTER_SECONDS })
+  }
   return clearerValidationError(error)
 }
 

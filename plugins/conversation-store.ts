@@ -14,6 +14,8 @@ export interface ConversationStoreOptions {
   /** Set: conversations live in this Redis, shared by every replica. Unset: in this process's memory. */
   redisUrl?: string
   redisKeyPrefix: string
+  /** A command not answered in this time fails: the request gets a quick 503, never a hang. */
+  redisTimeoutMs: number
   ttlMs: number
   /** In-memory store only: conversations kept before the least recently used is dropped. */
   maxConversations: number
@@ -31,6 +33,7 @@ async function conversationStore (fastify: FastifyInstance, options: Conversatio
     // Fail fast while Redis is away (the request gets a 503) instead of queueing commands without limit.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    commandTimeout: options.redisTimeoutMs,
     connectTimeout: 5000,
     // At start-up a Redis that cannot be reached stops the service; once connected, reconnect for ever.
     retryStrategy: (attempt) => connected ? Math.min(attempt * 200, 2000) : null

@@ -34,10 +34,14 @@ async function errorEnvelope (fastify: FastifyInstance): Promise<void> {
   })
 }
 
+/** Every 503 tells the client when to come back, as the OpenAPI document promises; this when its cause does not. */
+const DEFAULT_RETRY_AFTER_SECONDS = '5'
+
 function sendError (reply: FastifyReply, error: ServiceError): void {
   const statusCode = error.statusCode ?? 500
   reply.request.log = reply.request.log.child({ code: error.code })
   if (error.headers !== undefined) reply.headers(error.headers)
+  if (statusCode === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', DEFAULT_RETRY_AFTER_SECONDS)
   reply.code(statusCode).send({
     ...error.details,
     statusCode,

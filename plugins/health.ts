@@ -3,8 +3,19 @@ import { HealthStatus } from '../schemas/health.ts'
 import { errorResponses } from '../schemas/error.ts'
 import { NotReadyError, withHeaders } from '../src/errors.ts'
 
-/** How long the readiness probe waits for an ExifTool child to answer. */
+/** How long the readiness probe waits for an ExifTool child, or Redis, to answer. */
 const READY_TIMEOUT_MS = 2000
+
+/** Whether a check settles successfully within `timeoutMs`. */
+async function answers (check: Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<false>((resolve) => { timer = setTimeout(resolve, timeoutMs, false) })
+  try {
+    return await Promise.race([check.then(() => true, () => false), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
 
 /** Liveness and readiness for the orchestrator; open without an API key. */
 export default async function health (fastify: FastifyInstance): Promise<void> {
@@ -18,11 +29,16 @@ export default async function health (fastify: FastifyInstance): Promise<void> {
     schema: {
       ...common,
       operationId: 'getReadiness',
-      summary: 'The service can take traffic: the ExifTool pool answers',
+      summary: 'The service can take traffic: the ExifTool pool answers, and Redis when the service uses it',
       response: { ...common.response, ...errorResponses(503) }
     }
-  }, async () => {
-    if (!await fastify.metadataExtractor.isReady(READY_TIMEOUT_MS)) {
+  }, async (request) => {
+    const [exiftool, redis] = await Promise.all([
+      fastify.metadataExtractor.isReady(READY_TIMEOUT_MS),
+      fastify.hasDecorator('redis') ? answers(fastify.redis.ping(), READY_TIMEOUT_MS) : true
+    ])
+    if (!exiftool || !redis) {
+      request.log = request.log.child({ exiftool, redis })
       throw withHeaders(new NotReadyError(), { 'retry-after': '5' })
     }
     return { status: 'ready' as const }

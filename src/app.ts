@@ -9,6 +9,7 @@ import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
 import metadataRoutes from '../plugins/metadata.ts'
 import openapi from '../plugins/openapi.ts'
+import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
 import requestId, { RequestLog, requestIdOf } from '../plugins/request-log.ts'
 
@@ -63,6 +64,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(conversationStore, {
     ...(chat.redisUrl === undefined ? {} : { redisUrl: chat.redisUrl }),
     redisKeyPrefix: chat.redisKeyPrefix,
+    redisTimeoutMs: chat.redisTimeoutMs,
     ttlMs: chat.conversationTtlMs,
     maxConversations: chat.maxConversations
   })
@@ -74,6 +76,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   })
   await app.register(health)
   await app.register(async function v1 (api) {
+    await api.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs })
     await api.register(auth, { apiKeys: config.apiKeys })
     await api.register(rateLimits, { keyPrefix: chat.redisKeyPrefix })
     await api.register(metadataRoutes, { maxImageBytes: config.maxImageBytes, tempRoot: config.tempRoot, rateLimit: config.rateLimits.metadataPerMinute })

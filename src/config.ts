@@ -33,7 +33,9 @@ const EnvSchema = Type.Object({
   TRUST_PROXY: Type.String({ default: 'false' }),
   RATE_LIMIT_CHAT_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 600 }),
   RATE_LIMIT_METADATA_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 120 }),
-  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 })
+  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
+  REDIS_TIMEOUT_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 })
 })
 type Env = Static<typeof EnvSchema>
 
@@ -55,6 +57,8 @@ export interface ChatConfig {
   supportBaseUrl: string
   /** Conversations in Redis when set; in memory otherwise. */
   redisUrl?: string
+  /** A Redis command not answered in this time fails (503 with Retry-After), instead of hanging the request. */
+  redisTimeoutMs: number
   redisKeyPrefix: string
   /** A conversation is forgotten this long after its last message. */
   conversationTtlMs: number
@@ -82,6 +86,8 @@ export interface AppConfig {
   logLevel: string
   trustProxy: TrustProxy
   rateLimits: RateLimits
+  /** Over this mean event-loop delay the API answers 503 with Retry-After; 0: never. */
+  maxEventLoopDelayMs: number
   maxImageBytes: number
   exiftool: ExifToolConfig
   /** Where the private per-instance scratch directory for uploads is created. */
@@ -138,6 +144,7 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     logLevel: env.LOG_LEVEL,
     trustProxy,
     rateLimits: { chatPerMinute: env.RATE_LIMIT_CHAT_PER_MIN, metadataPerMinute: env.RATE_LIMIT_METADATA_PER_MIN },
+    maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
     maxImageBytes: env.MAX_IMAGE_BYTES,
     exiftool: {
       procs: env.EXIFTOOL_PROCS ?? availableParallelism(),
@@ -151,6 +158,7 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
       ...(env.MODEL_CACHE_DIR === '' ? {} : { modelCacheDir: env.MODEL_CACHE_DIR ?? DEFAULT_MODEL_CACHE }),
       supportBaseUrl: env.SUPPORT_BASE_URL.replace(/\/+$/, ''),
       ...(env.REDIS_URL === undefined ? {} : { redisUrl: env.REDIS_URL }),
+      redisTimeoutMs: env.REDIS_TIMEOUT_MS,
       redisKeyPrefix: env.REDIS_KEY_PREFIX,
       conversationTtlMs: env.CONVERSATION_TTL_SECONDS * 1000,
       maxConversations: env.CONVERSATION_MAX,

@@ -68,6 +68,11 @@ export const RateLimitedError = createError(
   'Too many requests with this API key; retry after the Retry-After delay',
   429
 )
+export const OverloadedError = createError(
+  'OVERLOADED',
+  'The service is overloaded; retry after the Retry-After delay',
+  503
+)
 export const NotReadyError = createError('NOT_READY', 'The service is not ready', 503)
 export const InternalError = createError('INTERNAL_ERROR', 'Internal Server Error', 500)
 

@@ -57,12 +57,14 @@ describe('loadConfig', () => {
       logLevel: 'info',
       trustProxy: false,
       rateLimits: { chatPerMinute: 600, metadataPerMinute: 120 },
+      maxEventLoopDelayMs: 1000,
       maxImageBytes: 26_214_400,
       exiftool: { procs: availableParallelism(), taskTimeoutMs: 10_000, maxQueue: 256 },
       tempRoot: tmpdir(),
       chat: {
         modelCacheDir: DEFAULT_MODEL_CACHE,
         supportBaseUrl: 'https://shop.example.com',
+        redisTimeoutMs: 1000,
         redisKeyPrefix: 'chat-metadata-api:',
         conversationTtlMs: 86_400_000,
         maxConversations: 10_000,
@@ -108,7 +110,9 @@ describe('loadConfig', () => {
       TRUST_PROXY: '1',
       RATE_LIMIT_CHAT_PER_MIN: '30',
       RATE_LIMIT_METADATA_PER_MIN: '0',
-      SHUTDOWN_GRACE_MS: '25000'
+      SHUTDOWN_GRACE_MS: '25000',
+      REDIS_TIMEOUT_MS: '250',
+      MAX_EVENT_LOOP_DELAY_MS: '500'
     })).toStrictEqual({
       port: 8080,
       host: '127.0.0.1',
@@ -117,6 +121,7 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       trustProxy: 1,
       rateLimits: { chatPerMinute: 30, metadataPerMinute: 0 },
+      maxEventLoopDelayMs: 500,
       maxImageBytes: 1_048_576,
       exiftool: { procs: 3, taskTimeoutMs: 2500, maxQueue: 32 },
       tempRoot: '/var/tmp',
@@ -125,6 +130,7 @@ describe('loadConfig', () => {
         modelCacheDir: '/var/cache/chat',
         supportBaseUrl: 'https://help.example.org',
         redisUrl: 'redis://cache:6379/2',
+        redisTimeoutMs: 250,
         redisKeyPrefix: 'shop:',
         conversationTtlMs: 3_600_000,
         maxConversations: 500,
@@ -162,7 +168,9 @@ describe('loadConfig', () => {
     ['TRUST_PROXY', '999.1.1.1'],
     ['RATE_LIMIT_CHAT_PER_MIN', '-1'],
     ['RATE_LIMIT_METADATA_PER_MIN', 'lots'],
-    ['SHUTDOWN_GRACE_MS', '-5']
+    ['SHUTDOWN_GRACE_MS', '-5'],
+    ['REDIS_TIMEOUT_MS', '0'],
+    ['MAX_EVENT_LOOP_DELAY_MS', 'soon']
   ])('rejects %s=%j with a message naming it', (variable, value) => {
     expect(configError({ API_KEYS: 'key-1', [variable]: value }).message).toMatch(naming(variable))
   })

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { LightMyRequestResponse } from 'fastify'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { AppConfig } from '../src/config.ts'
@@ -19,7 +20,7 @@ function limited (chatPerMinute: number, metadataPerMinute: number, redis: boole
   }
 }
 
-async function chat (t: TestApp, key = API_KEY, url = '/v1/chat/send'): Promise<Awaited<ReturnType<TestApp['app']['inject']>>> {
+async function chat (t: TestApp, key = API_KEY, url = '/v1/chat/send'): Promise<LightMyRequestResponse> {
   return await t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}` }, payload: { message: 'hi', user_id: 'u' } })
 }
 

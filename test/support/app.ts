@@ -15,6 +15,7 @@ export const AUTH = { authorization: `Bearer ${API_KEY}` }
 export const TEST_CHAT_CONFIG: ChatConfig = {
   supportBaseUrl: 'https://shop.example.com',
   modelCacheDir: DEFAULT_MODEL_CACHE,
+  redisTimeoutMs: 1000,
   redisKeyPrefix: 'chat-metadata-api-test:',
   conversationTtlMs: 86_400_000,
   maxConversations: 1000,
@@ -47,6 +48,7 @@ export async function createTestApp (overrides: Partial<AppConfig> = {}): Promis
     trustProxy: false,
     // Off unless a test turns it on: the suites send many requests with one key.
     rateLimits: { chatPerMinute: 0, metadataPerMinute: 0 },
+    maxEventLoopDelayMs: 0,
     maxImageBytes: 26_214_400,
     exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 64 },
     tempRoot,
