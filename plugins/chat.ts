@@ -25,6 +25,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
   const externalSchemas = fastify.getSchemas() as Parameters<ReturnType<typeof AjvCompiler>>[0]
   fastify.setValidatorCompiler(AjvCompiler()(externalSchemas, { customOptions: { coerceTypes: false } }))
   fastify.setErrorHandler(function (error: FastifyError) {
+    if (error instanceof ConversationStoreUnavailable) fastify.metrics.conversationStoreErrors.inc()
     throw toWireError(error)
   })
 
@@ -53,6 +54,8 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
       ...(body.context === undefined ? {} : { context: body.context }),
       ...(body.conversation_id === undefined ? {} : { conversationId: body.conversation_id })
     })
+    fastify.metrics.chatReplies.inc({ intent: sent.intent })
+    if (sent.handoff) fastify.metrics.chatHandoffs.inc()
     // Never the message or the context: they are the customer's words and data.
     request.log = request.log.child({ conversationId: sent.conversationId, intent: sent.intent, handoff: sent.handoff })
     return {

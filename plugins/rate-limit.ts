@@ -23,7 +23,8 @@ async function rateLimits (fastify: FastifyInstance, options: RateLimitOptions):
     skipOnError: true,
     // Counted per key (its hash: keys never reach Redis), not per address: many customers share one gateway.
     keyGenerator: (request) => createHash('sha256').update(request.apiKey).digest('base64url').slice(0, 22),
-    errorResponseBuilder: () => new RateLimitedError()
+    errorResponseBuilder: () => new RateLimitedError(),
+    onExceeded: (request) => { fastify.metrics.rateLimited.inc({ route: request.routeOptions.url ?? 'unmatched' }) }
   })
 }
 
@@ -32,4 +33,4 @@ export function perMinute (max: number): { max: number, timeWindow: number } | f
   return max === 0 ? false : { max, timeWindow: 60_000 }
 }
 
-export default fp(rateLimits, { name: 'rate-limits', fastify: '5.x', dependencies: ['auth'] })
+export default fp(rateLimits, { name: 'rate-limits', fastify: '5.x', dependencies: ['auth', 'metrics'] })

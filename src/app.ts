@@ -8,6 +8,7 @@ import errorEnvelope from '../plugins/error-envelope.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
 import metadataRoutes from '../plugins/metadata.ts'
+import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
 import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
@@ -61,6 +62,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(errorEnvelope)
   await app.register(openapi)
   await app.register(exiftoolPool, config.exiftool)
+  await app.register(metrics)
   await app.register(conversationStore, {
     ...(chat.redisUrl === undefined ? {} : { redisUrl: chat.redisUrl }),
     redisKeyPrefix: chat.redisKeyPrefix,

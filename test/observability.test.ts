@@ -89,3 +89,48 @@ describe('the client address behind a proxy', () => {
     expect(await loggedIp(['192.168.0.1'])).toBe('10.0.0.5')
   })
 })
+
+describe('GET /metrics', () => {
+  let t: TestApp
+
+  beforeAll(async () => { t = await createTestApp({ rateLimits: { chatPerMinute: 2, metadataPerMinute: 0 } }) })
+  afterAll(async () => { await t.close() })
+
+  async function scrape (): Promise<string> {
+    const answer = await t.app.inject({ method: 'GET', url: '/metrics' })
+    expect(answer.statusCode).toBe(200)
+    expect(answer.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/)
+    return answer.body
+  }
+
+  /** The value of one series, or undefined when it is absent. */
+  function value (text: string, series: string): number | undefined {
+    const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `))
+    return line === undefined ? undefined : Number(line.slice(series.length + 1))
+  }
+
+  it('needs no key, and counts requests by route and status, chat answers by intent, handoffs and refusals', async () => {
+    const send = async (message: string): Promise<number> =>
+      (await t.app.inject({ method: 'POST', url: '/v1/chat/send', headers: AUTH, payload: { message, user_id: 'u' } })).statusCode
+    expect([await send('where is order A-1?'), await send('get me a human please'), await send('hi')]).toEqual([200, 200, 429])
+    await t.app.inject({ method: 'GET', url: '/v1/chat/conversations/unknown', headers: AUTH })
+    // The pool starts its child on first use: the readiness probe uses it.
+    expect((await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(200)
+
+    const text = await scrape()
+    expect(value(text, 'http_requests_total{method="POST",route="/v1/chat/send",status="200"}')).toBe(2)
+    expect(value(text, 'http_requests_total{method="POST",route="/v1/chat/send",status="429"}')).toBe(1)
+    // The route's template, not the path with its id.
+    expect(value(text, 'http_requests_total{method="GET",route="/v1/chat/conversations/:conversation_id",status="404"}')).toBe(1)
+    expect(value(text, 'http_request_duration_seconds_count{method="POST",route="/v1/chat/send",status="200"}')).toBe(2)
+    expect(value(text, 'chat_replies_total{intent="track_order"}')).toBe(1)
+    expect(value(text, 'chat_replies_total{intent="contact_human_agent"}')).toBe(1)
+    expect(value(text, 'chat_handoffs_total')).toBe(1)
+    expect(value(text, 'rate_limited_total{route="/v1/chat/send"}')).toBe(1)
+    expect(value(text, 'chat_store_errors_total')).toBe(0)
+    expect(value(text, 'exiftool_processes')).toBe(1)
+    expect(value(text, 'exiftool_queue')).toBe(0)
+    expect(value(text, 'exiftool_failures_total{kind="timeout"}')).toBe(0)
+    expect(value(text, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0)
+  })
+})

@@ -54,6 +54,7 @@ describe('with a Redis that stops answering', () => {
     expect(refused.answer.json()).toMatchObject({ code: 'CONVERSATION_STORE_UNAVAILABLE' })
     expect(refused.answer.headers['retry-after']).toBe('2')
     expect(refused.ms).toBeLessThan(2000)
+    expect((await t.app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^chat_store_errors_total 1$/m)
 
     const ready = await timed({ method: 'GET', url: '/health/ready' })
     expect(ready.answer.statusCode).toBe(503)

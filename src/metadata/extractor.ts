@@ -15,6 +15,8 @@ export class MetadataExtractor {
   readonly #exiftool: ExifTool
   readonly #maxQueue: number
   #ended = false
+  /** Reads refused or failed since the pool started, by kind (for /metrics). */
+  readonly failures = { busy: 0, timeout: 0, unavailable: 0 }
 
   constructor (config: ExifToolConfig) {
     this.#maxQueue = config.maxQueue
@@ -74,12 +76,16 @@ export class MetadataExtractor {
       throw withHeaders(new ExtractorUnavailableError(), { 'retry-after': RETRY_AFTER_SECONDS })
     }
     if (this.#exiftool.pendingTasks >= this.#maxQueue) {
+      this.failures.busy++
       throw withHeaders(new ExtractorBusyError(), { 'retry-after': RETRY_AFTER_SECONDS })
     }
     try {
       return await this.#exiftool.readRaw(path, { readArgs, useMWG: false, ignoreMinorErrors: true }) as RawTagValues
     } catch (error) {
-      throw translatePoolError(error)
+      const translated = translatePoolError(error)
+      if (translated instanceof ExtractionTimeoutError) this.failures.timeout++
+      else if (translated instanceof ExtractorUnavailableError) this.failures.unavailable++
+      throw translated
     }
   }
 }

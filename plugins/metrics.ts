@@ -1,0 +1,75 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: ServiceMetrics
+  }
+}
+
+/** What the routes count besides requests. */
+export interface ServiceMetrics {
+  chatReplies: Counter<'intent'>
+  chatHandoffs: Counter
+  conversationStoreErrors: Counter
+  rateLimited: Counter<'route'>
+}
+
+/**
+ * Prometheus metrics at GET /metrics (prom-client; no key: the gateway does not route it outside): requests and their
+ * latency by route and status, the ExifTool pool (processes, busy ones, queue, failures), chat answers by intent,
+ * handoffs, conversation-store errors, rate-limit refusals, and Node's own (event loop, memory, GC). One registry per
+ * app, so that apps built side by side (tests) count apart.
+ */
+async function metrics (fastify: FastifyInstance): Promise<void> {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  const registers = [registry]
+
+  const requests = new Counter({ name: 'http_requests_total', help: 'Requests answered', labelNames: ['method', 'route', 'status'], registers })
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer a request',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers
+  })
+  fastify.addHook('onResponse', async (request, reply) => {
+    // The route's template, never the path: ids in paths would make a series per conversation.
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }
+    requests.inc(labels)
+    duration.observe(labels, reply.elapsedTime / 1000)
+  })
+
+  const extractor = fastify.metadataExtractor
+  const pool = { registers: [] }
+  registry.registerMetric(new Gauge({ ...pool, name: 'exiftool_processes', help: 'ExifTool processes in the pool', collect () { this.set(extractor.pids.length) } }))
+  registry.registerMetric(new Gauge({ ...pool, name: 'exiftool_busy_processes', help: 'ExifTool processes reading an image now', collect () { this.set(extractor.busyProcs) } }))
+  registry.registerMetric(new Gauge({ ...pool, name: 'exiftool_queue', help: 'Images waiting for an ExifTool process', collect () { this.set(extractor.pendingTasks) } }))
+  registry.registerMetric(new Counter({
+    ...pool,
+    name: 'exiftool_failures_total',
+    help: 'Reads refused (busy: the queue was full) or failed after their retry (timeout, unavailable: the child died)',
+    labelNames: ['kind'],
+    collect () {
+      this.reset()
+      for (const [kind, count] of Object.entries(extractor.failures)) this.inc({ kind }, count)
+    }
+  }))
+
+  fastify.decorate('metrics', {
+    chatReplies: new Counter({ name: 'chat_replies_total', help: 'Chat answers, by the intent answered', labelNames: ['intent'], registers }),
+    chatHandoffs: new Counter({ name: 'chat_handoffs_total', help: 'Chat answers that routed the customer to a person', registers }),
+    conversationStoreErrors: new Counter({ name: 'chat_store_errors_total', help: 'Chat requests the conversation store failed', registers }),
+    rateLimited: new Counter({ name: 'rate_limited_total', help: 'Requests refused by a rate limit', labelNames: ['route'], registers })
+  } satisfies ServiceMetrics)
+
+  fastify.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    reply.type(registry.contentType)
+    return await registry.metrics()
+  })
+  fastify.addHook('onClose', async () => { registry.clear() })
+}
+
+export default fp(metrics, { name: 'metrics', fastify: '5.x', dependencies: ['exiftool-pool'] })
