@@ -4,6 +4,7 @@ import auth from '../plugins/auth.ts'
 import chatAssistant from '../plugins/chat-assistant.ts'
 import chatRoutes from '../plugins/chat.ts'
 import conversationStore from '../plugins/conversation-store.ts'
+import docs from '../plugins/docs.ts'
 import errorEnvelope from '../plugins/error-envelope.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
@@ -60,7 +61,8 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
 
   await app.register(requestId)
   await app.register(errorEnvelope)
-  await app.register(openapi)
+  await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
+  await app.register(docs, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(exiftoolPool, config.exiftool)
   await app.register(metrics)
   await app.register(conversationStore, {

@@ -35,7 +35,8 @@ const EnvSchema = Type.Object({
   RATE_LIMIT_METADATA_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 120 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
   REDIS_TIMEOUT_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
-  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 })
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 }),
+  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/]+(/[^\\s]*)?$' }))
 })
 type Env = Static<typeof EnvSchema>
 
@@ -88,6 +89,8 @@ export interface AppConfig {
   rateLimits: RateLimits
   /** Over this mean event-loop delay the API answers 503 with Retry-After; 0: never. */
   maxEventLoopDelayMs: number
+  /** Where clients reach the API (the gateway's URL), for the OpenAPI document's `servers`. */
+  publicUrl?: string
   maxImageBytes: number
   exiftool: ExifToolConfig
   /** Where the private per-instance scratch directory for uploads is created. */
@@ -145,6 +148,7 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     trustProxy,
     rateLimits: { chatPerMinute: env.RATE_LIMIT_CHAT_PER_MIN, metadataPerMinute: env.RATE_LIMIT_METADATA_PER_MIN },
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
+    ...(env.PUBLIC_URL === undefined ? {} : { publicUrl: env.PUBLIC_URL.replace(/\/+$/, '') }),
     maxImageBytes: env.MAX_IMAGE_BYTES,
     exiftool: {
       procs: env.EXIFTOOL_PROCS ?? availableParallelism(),
