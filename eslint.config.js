@@ -3,7 +3,7 @@ import neostandard from 'neostandard'
 export default [
   ...neostandard({
     ts: true,
-    ignores: ['node_modules/**', 'coverage/**', '.scratch/**']
+    ignores: ['node_modules/**', 'coverage/**', '.scratch/**', 'examples/sdk/generated/**']
   }),
   {
     rules: {

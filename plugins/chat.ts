@@ -2,7 +2,7 @@ import { AjvCompiler } from '@fastify/ajv-compiler'
 import type { FastifyError, FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { errorResponses } from '../schemas/error.ts'
+import { commonErrors, errorResponse } from '../schemas/error.ts'
 import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams } from '../schemas/chat.ts'
 import { ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
 import { perMinute } from './rate-limit.ts'
@@ -41,8 +41,12 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
         'A conversation belongs to the API key and `user_id` that started it.',
       body: Type.Ref(ChatRequest),
       response: {
-        200: Type.Ref(ChatReply),
-        ...errorResponses(400, 401, 404, 413, 415, 429, 500, 503)
+        200: Type.Ref(ChatReply, { description: "The assistant's reply, with the conversation id to send back" }),
+        400: errorResponse('Bad Request (VALIDATION_ERROR, INVALID_JSON): the body is not valid JSON, or breaks the schema; the message names the field and the rule'),
+        404: errorResponse('Not Found (CONVERSATION_NOT_FOUND): the conversation_id is unknown, has expired, or belongs to another API key or user_id'),
+        413: errorResponse(`Payload Too Large (BODY_TOO_LARGE): the body is larger than ${CHAT_BODY_LIMIT} bytes`),
+        415: errorResponse('Unsupported Media Type (UNSUPPORTED_CONTENT_TYPE): the body is not application/json'),
+        ...commonErrors
       }
     }
   }, async (request) => {
@@ -77,8 +81,10 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
       summary: 'The transcript of a conversation, for the person who takes it over',
       params: ConversationParams,
       response: {
-        200: Type.Ref(ChatTranscript),
-        ...errorResponses(400, 401, 404, 429, 500, 503)
+        200: Type.Ref(ChatTranscript, { description: 'The transcript, oldest turn first' }),
+        400: errorResponse('Bad Request (VALIDATION_ERROR): the conversation id is empty or longer than 128 characters'),
+        404: errorResponse('Not Found (CONVERSATION_NOT_FOUND): the conversation is unknown, has expired, or was started with another API key'),
+        ...commonErrors
       }
     }
   }, async (request) => {

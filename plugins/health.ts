@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { HealthStatus } from '../schemas/health.ts'
-import { errorResponses } from '../schemas/error.ts'
+import { notReady } from '../schemas/error.ts'
 import { NotReadyError, withHeaders } from '../src/errors.ts'
 
 /** How long the readiness probe waits for an ExifTool child, or Redis, to answer. */
@@ -30,7 +30,7 @@ export default async function health (fastify: FastifyInstance): Promise<void> {
       ...common,
       operationId: 'getReadiness',
       summary: 'The service can take traffic: the ExifTool pool answers, and Redis when the service uses it',
-      response: { ...common.response, ...errorResponses(503) }
+      response: { ...common.response, 503: notReady }
     }
   }, async (request) => {
     const [exiftool, redis] = await Promise.all([

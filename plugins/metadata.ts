@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises'
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { errorResponses } from '../schemas/error.ts'
+import { commonErrors, errorResponse } from '../schemas/error.ts'
 import {
   ImageFormats,
   ImageLacksMetadataResponse,
@@ -44,37 +44,66 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
     throw toMetadataError(error, maxImageBytes)
   })
 
+  const formats = ImageFormats.join(', ')
+  const common = {
+    bodyLimit: maxDataUriBodyBytes(maxImageBytes),
+    config: { rateLimit: perMinute(options.rateLimit) }
+  }
+  const schema = {
+    tags: ['metadata'],
+    querystring: MetadataQuery,
+    response: {
+      200: Type.Ref(ImageMetadata, { description: 'What the image says: camera, capture time, position, resolution, format and size' }),
+      400: errorResponse('Bad Request (NO_IMAGE, INVALID_DATA_URI, INVALID_BASE64, NOT_AN_IMAGE_MEDIA_TYPE, TOO_MANY_FILES, INVALID_JSON, VALIDATION_ERROR): no image, a malformed data URI, more than one file, or a body or query that breaks the schema'),
+      413: errorResponse(`Payload Too Large (IMAGE_TOO_LARGE): the image is larger than ${maxImageBytes} bytes`),
+      415: errorResponse(`Unsupported Media Type (UNSUPPORTED_CONTENT_TYPE, UNSUPPORTED_IMAGE_FORMAT): a body that is neither JSON nor multipart, or bytes that are not an image in one of ${formats}`),
+      422: Type.Ref(ImageLacksMetadataResponse, { description: 'Unprocessable Entity (IMAGE_LACKS_METADATA): no camera, capture time or position; what could be read is in the body' }),
+      ...commonErrors
+    }
+  }
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   app.post('/metadata', {
-    bodyLimit: maxDataUriBodyBytes(maxImageBytes),
-    config: { rateLimit: perMinute(options.rateLimit) },
+    ...common,
     schema: {
+      ...schema,
       operationId: 'extractMetadata',
-      tags: ['metadata'],
       summary: 'Extract camera, capture time, position, resolution, format and size from one image',
       description: `Send exactly one image, as a JSON data URI or as the multipart field \`${IMAGE_FIELD}\`. ` +
-        `Accepted formats: ${ImageFormats.join(', ')}, decided from the bytes. Largest image: ${maxImageBytes} bytes.`,
-      querystring: MetadataQuery,
+        `Accepted formats: ${formats}, decided from the bytes. Largest image: ${maxImageBytes} bytes.`,
       body: {
         content: {
           'application/json': { schema: Type.Ref(MetadataJsonBody) },
           'multipart/form-data': { schema: Type.Ref(MetadataMultipartBody) }
         }
-      },
-      response: {
-        200: Type.Ref(ImageMetadata),
-        ...errorResponses(400, 401, 413, 415),
-        422: Type.Ref(ImageLacksMetadataResponse),
-        ...errorResponses(429, 500, 503)
       }
     }
-  }, async (request) => {
+  }, describe)
+  // The same operation for a multipart upload alone: generated clients (@hey-api/openapi-ts among them) take one
+  // media type per operation, and prefer JSON when an operation has two, so they could not upload a file otherwise.
+  app.post('/metadata/file', {
+    ...common,
+    schema: {
+      ...schema,
+      operationId: 'extractMetadataFromFile',
+      summary: 'Extract the metadata of one image uploaded as multipart/form-data',
+      description: `The same as \`extractMetadata\` with a multipart body: the image file in the field \`${IMAGE_FIELD}\`. ` +
+        `For clients whose generators take one media type per operation. Accepted formats: ${formats}. Largest image: ${maxImageBytes} bytes.`,
+      body: { content: { 'multipart/form-data': { schema: Type.Ref(MetadataMultipartBody) } } },
+      response: {
+        ...schema.response,
+        400: errorResponse('Bad Request (NO_IMAGE, TOO_MANY_FILES, VALIDATION_ERROR): no file in the field image, more than one file, or a query that breaks the schema'),
+        415: errorResponse(`Unsupported Media Type (UNSUPPORTED_CONTENT_TYPE, UNSUPPORTED_IMAGE_FORMAT): a body that is not multipart/form-data, or bytes that are not an image in one of ${formats}`)
+      }
+    }
+  }, describe)
+
+  async function describe (request: FastifyRequest<{ Querystring: { full?: boolean } }>): ReturnType<typeof describeImage> {
     // The scratch copy is tracked on the request and removed before the reply leaves (plugins/multipart.ts).
     const image = request.isMultipart()
       ? await storedUpload(request)
       : await storeDataUri(request, (request.body as { image: string }).image)
     return await describeImage(fastify.metadataExtractor, image, { full: request.query.full === true })
-  })
+  }
 
   async function storeDataUri (request: FastifyRequest, uri: string): Promise<StoredImage> {
     const bytes = decodeImageDataUri(uri, maxImageBytes)

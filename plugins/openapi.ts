@@ -8,19 +8,6 @@ type Json = Record<string, unknown>
 
 const SHARED_IDS = new Set<unknown>(sharedSchemas.map((schema) => schema.$id))
 
-/** Error responses say what the status means here; the envelope's `code` says which case it was. */
-const ERROR_RESPONSE_DESCRIPTIONS: Record<string, string> = {
-  400: 'Bad Request: the request fails validation (the message names the field and the rule), or, for metadata, no image or a malformed data URI',
-  401: 'Unauthorized: the API key is missing, malformed or unknown',
-  404: 'Not Found: the conversation is unknown, has expired, or belongs to another API key or user_id',
-  413: 'Payload Too Large: the body, or the image, is larger than the limit',
-  415: 'Unsupported Media Type: a Content-Type the operation does not accept, or bytes that are not an image in a supported format',
-  422: 'Unprocessable Entity: the image has no metadata; the body still carries what could be read from it',
-  429: 'Too Many Requests: this API key has sent more requests this minute than its limit; retry after the Retry-After delay',
-  500: 'Internal Server Error: the details are in the service log',
-  503: 'Service Unavailable: at capacity, restarting, timed out or not ready; retry after the Retry-After delay'
-}
-
 /** The headers the error envelope plugin sends with these statuses (see src/errors.ts `withHeaders`). */
 const ERROR_RESPONSE_HEADERS: Record<string, Json> = {
   401: {
@@ -103,13 +90,14 @@ function referenceSharedResponses (schema: FastifySchema): FastifySchema {
   return { ...schema, response: Object.fromEntries(referenced) }
 }
 
-/** Says, per error status, what it means here and which headers come with it, on a copy of the document. */
+/**
+ * Says which headers come with an error status, on a copy of the document (what each response means is in the
+ * route's schema: schemas/error.ts).
+ */
 function polish<T> (generated: T): T {
   const document = JSON.parse(JSON.stringify(generated)) as { paths?: Record<string, Record<string, Json>> }
   for (const operation of Object.values(document.paths ?? {}).flatMap((path) => Object.values(path))) {
     for (const [status, response] of Object.entries((operation.responses ?? {}) as Record<string, Json>)) {
-      const description = ERROR_RESPONSE_DESCRIPTIONS[status]
-      if (description !== undefined) response.description = description
       const headers = ERROR_RESPONSE_HEADERS[status]
       if (headers !== undefined) response.headers = headers
     }

@@ -42,7 +42,8 @@ let lintDir: string
 
 beforeAll(async () => {
   t = await createTestApp()
-  const response = await t.app.inject({ method: 'GET', url: '/openapi.json' })
+  // As a deployment serves it (a host that is neither localhost nor example.com, which Redocly warns about).
+  const response = await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { host: 'api.shop.internal' } })
   expect(response.statusCode).toBe(200)
   document = response.json()
   lintDir = await mkdtemp(join(tmpdir(), 'chat-metadata-api-openapi-'))
@@ -112,6 +113,25 @@ function describeProblems (problems: LintProblem[]): string[] {
 }
 
 describe('GET /openapi.json', () => {
+  it('names the server it was fetched from, or PUBLIC_URL, so that generated clients call the right host', async () => {
+    const servers = (answer: { json: () => unknown }): unknown => (answer.json() as { servers: unknown }).servers
+    const direct = await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { host: 'api.internal:3000' } })
+    expect(servers(direct)).toEqual([{ url: 'http://api.internal:3000', description: 'The server that served this document' }])
+    // X-Forwarded-* are believed only from a trusted proxy.
+    const forged = await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { host: 'api.internal:3000', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example' } })
+    expect(servers(forged)).toEqual([{ url: 'http://api.internal:3000', description: 'The server that served this document' }])
+    const proxied = await createTestApp({ trustProxy: true })
+    const configured = await createTestApp({ publicUrl: 'https://api.shop.example.com' })
+    try {
+      const behind = await proxied.app.inject({ method: 'GET', url: '/openapi.json', headers: { host: 'api-1:3000', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.shop.example.com' } })
+      expect(servers(behind)).toEqual([{ url: 'https://api.shop.example.com', description: 'The server that served this document' }])
+      expect(servers(await configured.app.inject({ method: 'GET', url: '/openapi.json' }))).toEqual([{ url: 'https://api.shop.example.com', description: 'The API' }])
+    } finally {
+      await proxied.close()
+      await configured.close()
+    }
+  })
+
   it('is served as JSON without an API key', async () => {
     const response = await t.app.inject({ method: 'GET', url: '/openapi.json' })
     expect(response.statusCode).toBe(200)
@@ -203,6 +223,25 @@ describe('GET /openapi.json', () => {
     for (const [status, response] of Object.entries(responses)) {
       expect(response.description, status).not.toBe('Default Response')
     }
+  })
+
+  it('describes every response of every operation as it is meant there, none as "Default Response"', () => {
+    for (const { path, method, operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        expect(response.description, `${method} ${path} ${status}`).not.toBe('Default Response')
+      }
+    }
+    // The chat's errors speak of the chat, not of images.
+    for (const status of ['400', '413', '415']) expect(sendChatMessage().responses[status]?.description, status).not.toMatch(/image/i)
+    expect(extractMetadata().responses['413']?.description).toMatch(/image/)
+  })
+
+  it('has extractMetadataFromFile, the same operation with a multipart body alone, for generated clients', () => {
+    const operation = document.paths['/v1/metadata/file']?.['post']
+    expect(operation?.operationId).toBe('extractMetadataFromFile')
+    expect(Object.keys(operation?.requestBody?.content ?? {})).toEqual(['multipart/form-data'])
+    expect(Object.keys(operation?.responses ?? {}).sort()).toEqual(Object.keys(extractMetadata().responses).sort())
+    expect(Object.keys(extractMetadata().requestBody?.content ?? {})).toEqual(['application/json', 'multipart/form-data'])
   })
 
   it('documents the WWW-Authenticate and Retry-After headers that come with 401 and 503', () => {
