@@ -4,17 +4,10 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AUTH, createTestApp, TEST_CHAT_CONFIG, type TestApp } from './support/app.ts'
 import { until } from './support/processes.ts'
+import { freePort } from './support/servers.ts'
 
 // Readiness and overload: a Redis of the test's own (a real redis-server on a free port, so that stopping it hurts no
 // other test), made unresponsive with SIGSTOP; and an event loop blocked on purpose.
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
-
 describe('with a Redis that stops answering', () => {
   let redis: ChildProcess
   let t: TestApp

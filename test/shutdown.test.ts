@@ -1,18 +1,15 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { request as httpRequest } from 'node:http'
-import { createServer } from 'node:net'
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEFAULT_MODEL_CACHE } from '../src/chat/nlu/model-cache.ts'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
 import { until } from './support/processes.ts'
+import { startService } from './support/servers.ts'
 
 // The real server process, started as a container would start it (`node src/server.ts`) and as `npm start` does,
 // stopped with SIGTERM while an upload is in flight.
-const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const KEY = 'shutdown-test-key'
 let photo: Buffer
 let tempRoot: string
@@ -28,52 +25,6 @@ beforeAll(async () => {
 })
 
 afterAll(async () => { await rm(tempRoot, { recursive: true, force: true }) })
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
-
-interface Running {
-  child: ChildProcess
-  port: number
-  output: () => string
-  exit: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
-}
-
-async function start (how: 'node' | 'npm'): Promise<Running> {
-  const port = await freePort()
-  const env = {
-    PATH: process.env['PATH'],
-    API_KEYS: KEY,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    EXIFTOOL_PROCS: '1',
-    TMPDIR: tempRoot,
-    MODEL_CACHE_DIR: DEFAULT_MODEL_CACHE,
-    SHUTDOWN_GRACE_MS: '10000'
-  }
-  const child = how === 'node'
-    ? spawn(process.execPath, ['src/server.ts'], { cwd: PROJECT_ROOT, env })
-    : spawn('npm', ['start', '--silent'], { cwd: PROJECT_ROOT, env })
-  let output = ''
-  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  const exit = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('exit', (code, signal) => { resolve({ code, signal }) })
-  })
-  await until(async () => {
-    try {
-      return (await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200
-    } catch {
-      return false
-    }
-  }, 600, 50)
-  return { child, port, output: () => output, exit }
-}
 
 /** The server's process and every process below it (npm → node → perl/exiftool). */
 function processTree (root: number): number[] {
@@ -129,7 +80,7 @@ function slowUpload (port: number): { release: () => void, answer: Promise<{ sta
 
 describe.each([{ how: 'node' as const }, { how: 'npm' as const }])('SIGTERM to `$how`', ({ how }) => {
   it('finishes the request in flight, refuses new connections, ends ExifTool and exits 0', async () => {
-    const server = await start(how)
+    const server = await startService({ API_KEYS: KEY, TMPDIR: tempRoot, SHUTDOWN_GRACE_MS: '10000' }, how)
     const upload = slowUpload(server.port)
     // The upload has begun: the server holds an open request.
     await new Promise((resolve) => setTimeout(resolve, 300))
@@ -151,7 +102,7 @@ describe.each([{ how: 'node' as const }, { how: 'npm' as const }])('SIGTERM to `
     expect(answer.status).toBe(200)
     expect(JSON.parse(answer.body)).toMatchObject({ camera: { make: 'NIKON', model: 'COOLPIX P6000' }, format: 'jpeg' })
 
-    const exit = await server.exit
+    const exit = await server.exited
     expect(exit).toEqual({ code: 0, signal: null })
     expect(server.output()).toMatch(/"signal":"SIGTERM","msg":"closing"/)
     // No process of the server's is left, ExifTool's included, and its scratch directory is gone (npm and Node may

@@ -1,0 +1,64 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { DEFAULT_MODEL_CACHE } from '../../src/chat/nlu/model-cache.ts'
+import { until } from './processes.ts'
+
+export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+/** A TCP port nothing listens on now (the kernel's pick). */
+export async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** A service process started as a container starts it, with its output kept. */
+export interface ServiceProcess {
+  child: ChildProcess
+  port: number
+  /** Everything it wrote, as text. */
+  output: () => string
+  exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+}
+
+/**
+ * Starts `node src/server.ts` (or `npm start`) in `cwd` on a free port with `env` on top of what every test server
+ * needs, and waits until /health/ready answers 200.
+ */
+export async function startService (env: Record<string, string>, how: 'node' | 'npm' = 'node', cwd = PROJECT_ROOT): Promise<ServiceProcess> {
+  const port = await freePort()
+  const fullEnv = {
+    PATH: process.env['PATH'],
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    EXIFTOOL_PROCS: '1',
+    MODEL_CACHE_DIR: DEFAULT_MODEL_CACHE,
+    ...env
+  }
+  const child = how === 'node'
+    ? spawn(process.execPath, ['src/server.ts'], { cwd, env: fullEnv })
+    : spawn('npm', ['start', '--silent'], { cwd, env: fullEnv })
+  let output = ''
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => { resolve({ code, signal }) })
+  })
+  await until(async () => {
+    try {
+      return (await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200
+    } catch {
+      return false
+    }
+  }, 600, 50)
+  return { child, port, output: () => output, exited }
+}
+
+/** Stops a service with SIGTERM and waits for it to exit. */
+export async function stopService (service: ServiceProcess): Promise<void> {
+  if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGTERM')
+  await service.exited
+}
