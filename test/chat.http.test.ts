@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { INTENTS } from '../src/chat/intents.ts'
 import type { AppConfig } from '../src/config.ts'
 import { API_KEY, createTestApp, listen, TEST_CHAT_CONFIG, type TestApp } from './support/app.ts'
+import { deleteKeys, REDIS_URL } from './support/redis.ts'
 
 // The real server on a real port, called with fetch; conversations in memory or in the real Redis on this machine.
-const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'
 const OTHER_KEY = 'other-key-91d0'
 const HISTORY_LIMIT = 6
 
@@ -301,13 +301,3 @@ describe('conversations in Redis', () => {
       .rejects.toThrow('Redis at 127.0.0.1:1 cannot be reached')
   })
 })
-
-async function deleteKeys (prefix: string): Promise<void> {
-  const client = new Redis(REDIS_URL)
-  try {
-    const keys = await client.keys(`${prefix}*`)
-    if (keys.length > 0) await client.del(...keys)
-  } finally {
-    client.disconnect()
-  }
-}

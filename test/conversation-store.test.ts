@@ -5,9 +5,9 @@ import type { Conversation } from '../src/chat/dialogue/conversation.ts'
 import { MemoryConversationStore, RedisConversationStore, type ConversationStore } from '../src/chat/conversation-store.ts'
 import { ConversationStoreUnavailable } from '../src/chat/errors.ts'
 import { until } from './support/processes.ts'
+import { REDIS_URL } from './support/redis.ts'
 
 // The same contract for both stores; the Redis one against the real Redis on this machine.
-const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'
 const prefix = `chat-metadata-api-test:${randomUUID()}:`
 const redis = new Redis(REDIS_URL)
 

@@ -4,17 +4,16 @@ import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CAMERA_TAGS, dataUri, ImageFactory, largePng } from './support/images.ts'
 import { runProcess, until } from './support/processes.ts'
+import { deleteKeys, REDIS_URL } from './support/redis.ts'
 import { freePort, PROJECT_ROOT, startService, stopService, type ServiceProcess } from './support/servers.ts'
 
 // The deployment of docker-compose.yml without Docker (there is no engine here): Debian's nginx with the gateway's
 // own configuration (deploy/nginx/gateway.conf.template, its upstreams filled in as the nginx image would) in front of
 // two service processes sharing the real Redis. Everything below goes through the gateway.
 const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((path) => existsSync(path))
-const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'
 const KEY = 'gateway-key-6f1d'
 const LIMITED_KEY = 'gateway-limited-key-2b7e'
 const CHAT_LIMIT = 20
@@ -96,13 +95,7 @@ beforeAll(async () => {
 afterAll(async () => {
   nginx?.kill('SIGQUIT')
   await Promise.all((replicas ?? []).map(stopService))
-  const client = new Redis(REDIS_URL)
-  try {
-    const keys = await client.keys(`${prefix}*`)
-    if (keys.length > 0) await client.del(...keys)
-  } finally {
-    client.disconnect()
-  }
+  await deleteKeys(prefix)
   await rm(dir, { recursive: true, force: true })
 })
 

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import type { LightMyRequestResponse } from 'fastify'
-import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { AppConfig } from '../src/config.ts'
 import { API_KEY, createTestApp, TEST_CHAT_CONFIG, type TestApp } from './support/app.ts'
+import { deleteKeys, REDIS_URL } from './support/redis.ts'
 
 // Requests per minute per API key, over real HTTP handling (inject), in memory and in the real Redis.
-const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'
 const OTHER_KEY = 'other-key-4c1a'
 const prefixes: string[] = []
 
@@ -24,17 +23,7 @@ async function chat (t: TestApp, key = API_KEY, url = '/v1/chat/send'): Promise<
   return await t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}` }, payload: { message: 'hi', user_id: 'u' } })
 }
 
-afterAll(async () => {
-  const client = new Redis(REDIS_URL)
-  try {
-    for (const prefix of prefixes) {
-      const keys = await client.keys(`${prefix}*`)
-      if (keys.length > 0) await client.del(...keys)
-    }
-  } finally {
-    client.disconnect()
-  }
-})
+afterAll(async () => { await deleteKeys(...prefixes) })
 
 describe.each([{ store: 'in memory', redis: false }, { store: 'in Redis', redis: true }])('rate limits, counted $store', ({ redis }) => {
   it('answer 429 in the envelope with Retry-After and RateLimit headers once a key is over its limit', async () => {
