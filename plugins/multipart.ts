@@ -1,14 +1,21 @@
+import { createHash, type Hash } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
+import { Transform } from 'node:stream'
 import { finished, pipeline } from 'node:stream/promises'
 import multipart, { type MultipartFile } from '@fastify/multipart'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ImageTooLargeError, TooManyFilesError } from '../src/errors.ts'
+import { ManifestStoreMarkerSearch } from '../src/metadata/provenance/manifest-store-marker.ts'
 import type { ScratchDirectory } from '../src/scratch-directory.ts'
 
 export interface UploadedImage {
   path: string
   sizeBytes: number
+  /** Hex SHA-256 of the bytes received, computed as they streamed to disk. */
+  sha256: string
+  /** Whether the bytes carry a C2PA manifest store's marker, looked for as they streamed. */
+  mayHoldManifest: boolean
 }
 
 declare module 'fastify' {
@@ -23,7 +30,7 @@ declare module 'fastify' {
 }
 
 export interface MultipartOptions {
-  maxImageBytes: number
+  maxUploadBytes: number
   scratch: ScratchDirectory
 }
 
@@ -36,14 +43,14 @@ export const IMAGE_FIELD = 'image'
  * route's schema validates and documents both request variants.
  */
 async function multipartUploads (fastify: FastifyInstance, options: MultipartOptions): Promise<void> {
-  const { scratch, maxImageBytes } = options
+  const { scratch, maxUploadBytes } = options
   fastify.decorateRequest('uploadedImage', undefined)
   fastify.decorateRequest('scratchFiles', undefined)
   fastify.decorateRequest('multipartFileCount', 0)
 
   await fastify.register(multipart, {
     attachFieldsToBody: 'keyValues',
-    limits: { fileSize: maxImageBytes, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 18, headerPairs: 100 },
+    limits: { fileSize: maxUploadBytes, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 18, headerPairs: 100 },
     async onFile (this: FastifyRequest, part: MultipartFile) {
       this.multipartFileCount += 1
       if (this.multipartFileCount > 1) throw new TooManyFilesError()
@@ -55,19 +62,21 @@ async function multipartUploads (fastify: FastifyInstance, options: MultipartOpt
       }
       const path = scratch.newFilePath()
       trackScratchFile(this, path)
+      const digest = createHash('sha256')
+      const marker = new ManifestStoreMarkerSearch()
       try {
-        await pipeline(part.file, createWriteStream(path, { flags: 'wx', mode: 0o600 }))
+        await pipeline(part.file, observing(digest, marker), createWriteStream(path, { flags: 'wx', mode: 0o600 }))
       } catch (error) {
         // Removed here too: an upload aborted before the file was opened would otherwise create it after the
         // abort hook had already cleaned up.
         await scratch.removeFile(path)
-        throw (error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE' ? new ImageTooLargeError(maxImageBytes) : error
+        throw (error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE' ? new ImageTooLargeError(maxUploadBytes) : error
       }
-      if (part.file.truncated) throw new ImageTooLargeError(maxImageBytes)
+      if (part.file.truncated) throw new ImageTooLargeError(maxUploadBytes)
       const sizeBytes = part.file.bytesRead
       // An empty file is no image: leaving `image` out of the body makes validation answer NO_IMAGE.
       if (sizeBytes === 0) return
-      this.uploadedImage = { path, sizeBytes }
+      this.uploadedImage = { path, sizeBytes, sha256: digest.digest('hex'), mayHoldManifest: marker.found }
       ;(part as MultipartFile & { value: string }).value = part.filename || IMAGE_FIELD
     }
   })
@@ -80,6 +89,17 @@ async function multipartUploads (fastify: FastifyInstance, options: MultipartOpt
   // client goes away before there is one.
   fastify.addHook('onSend', async (request) => { await removeScratchFiles(request) })
   fastify.addHook('onRequestAbort', removeScratchFiles)
+}
+
+/** Passes chunks through unchanged, hashing them and looking for a manifest store on the way: one pass, no copy. */
+function observing (digest: Hash, marker: ManifestStoreMarkerSearch): Transform {
+  return new Transform({
+    transform (chunk: Buffer, _encoding, callback) {
+      digest.update(chunk)
+      marker.update(chunk)
+      callback(null, chunk)
+    }
+  })
 }
 
 export function trackScratchFile (request: FastifyRequest, path: string): void {

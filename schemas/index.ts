@@ -1,7 +1,19 @@
 import { ChatContext, ChatLink, ChatReply, ChatRequest, ChatTranscript, TranscriptTurn } from './chat.ts'
 import { ErrorResponse } from './error.ts'
 import { HealthStatus } from './health.ts'
-import { Camera, Gps, ImageLacksMetadataResponse, ImageMetadata, MetadataJsonBody, MetadataMultipartBody, Resolution } from './metadata.ts'
+import {
+  Camera,
+  ContentCredentials,
+  ContentCredentialsSigner,
+  Gps,
+  HistoryEntry,
+  ImageLacksMetadataResponse,
+  ImageMetadata,
+  MetadataJsonBody,
+  MetadataMultipartBody,
+  Provenance,
+  Resolution
+} from './metadata.ts'
 
 /** Schemas with an `$id`, registered once with `addSchema`: referenced by routes, named components in OpenAPI. */
 export const sharedSchemas = [
@@ -10,6 +22,10 @@ export const sharedSchemas = [
   Camera,
   Gps,
   Resolution,
+  HistoryEntry,
+  ContentCredentialsSigner,
+  ContentCredentials,
+  Provenance,
   ImageMetadata,
   ImageLacksMetadataResponse,
   MetadataJsonBody,

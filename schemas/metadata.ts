@@ -22,6 +22,74 @@ export const Resolution = Type.Object({
   height: Type.Integer({ minimum: 1, description: 'Pixel height of the primary image as stored', examples: [480] })
 }, { $id: 'Resolution', title: 'Resolution' })
 
+const TRUST_ANCHORS = 'C2PA_TRUST_ANCHORS'
+
+export const HistoryEntry = Type.Object({
+  action: Nullable(Type.String({ description: 'What was done, as recorded (stEvt:action)', examples: ['saved'] })),
+  software: Nullable(Type.String({ description: 'The software that did it (stEvt:softwareAgent)', examples: ['Adobe Photoshop 25.0'] })),
+  when: Nullable(Type.String({
+    description: 'When, ISO 8601 with the offset the file recorded; null when absent or not a real date',
+    examples: ['2024-05-01T10:00:00+02:00']
+  }))
+}, { $id: 'HistoryEntry', title: 'HistoryEntry', description: 'One event of the XMP Media Management history (xmpMM:History)' })
+
+export const ContentCredentialsSigner = Type.Object({
+  issuer: Nullable(Type.String({ description: 'Organisation (O) of the signing certificate\'s subject', examples: ['Example Newsroom'] })),
+  common_name: Nullable(Type.String({ description: 'Common name (CN) of the signing certificate\'s subject', examples: ['Newsroom Signing Key 2024'] }))
+}, { $id: 'ContentCredentialsSigner', title: 'ContentCredentialsSigner' })
+
+export const ContentCredentials = Type.Object({
+  claim_generator: Nullable(Type.String({
+    description: 'The software that made the manifest, as recorded; for a v2 claim, its generator info as name/version',
+    examples: ['Adobe Photoshop/25.0']
+  })),
+  title: Nullable(Type.String({ description: 'The asset title the manifest records', examples: ['photo.jpg'] })),
+  actions: Type.Array(Type.String(), { description: 'The actions the manifest declares, in order', examples: [['c2pa.opened', 'c2pa.color_adjustments']] }),
+  digital_source_types: Type.Array(Type.String(), {
+    description: 'The IPTC digital source types the actions declare',
+    examples: [['http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture']]
+  }),
+  ai_generated: Type.Boolean({
+    description: 'True exactly when a declared digital source type is trainedAlgorithmicMedia or compositeWithTrainedAlgorithmicMedia'
+  }),
+  ingredients: Type.Integer({ minimum: 0, description: 'How many ingredients (source assets) the manifest names' }),
+  signer: Type.Union([Type.Ref(ContentCredentialsSigner), Type.Null()], {
+    description: 'From the signing certificate; null when the signature could not be read'
+  }),
+  signed_at: Nullable(Type.String({
+    description: 'The time-stamp authority\'s time of signing, ISO 8601; null without a valid time-stamp',
+    examples: ['2024-05-01T08:00:05+00:00']
+  })),
+  integrity: StringEnum(['valid', 'invalid'] as const, {
+    description: 'valid: the claim signature and the hard-binding hashes match the bytes received; invalid: they do not, or the manifest could not be read (validation_codes says why)'
+  }),
+  trusted: Type.Boolean({
+    description: `The signing certificate chains to a trust anchor configured with ${TRUST_ANCHORS} and is in good standing; false when none is configured`
+  }),
+  validation_codes: Type.Array(Type.String(), {
+    description: 'The C2PA failure codes of the active manifest (e.g. assertion.dataHash.mismatch, signingCredential.untrusted); empty when nothing failed',
+    examples: [['assertion.dataHash.mismatch']]
+  })
+}, {
+  $id: 'ContentCredentials',
+  title: 'ContentCredentials',
+  description: 'The active C2PA manifest, validated by c2pa-rs against the bytes received'
+})
+
+export const Provenance = Type.Object({
+  sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the bytes received', examples: ['9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'] }),
+  software: Nullable(Type.String({
+    description: 'EXIF Software, else XMP CreatorTool, trimmed',
+    examples: ['Adobe Photoshop 25.0 (Macintosh)']
+  })),
+  history: Type.Array(Type.Ref(HistoryEntry), { description: 'The XMP Media Management history, oldest first; empty when the file has none' }),
+  digital_source_type: Nullable(Type.String({
+    description: 'The IPTC digital source type the file declares in XMP (Iptc4xmpExt:DigitalSourceType)',
+    examples: ['http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture']
+  })),
+  content_credentials: Type.Union([Type.Ref(ContentCredentials), Type.Null()], { description: 'null when the file carries no C2PA manifest' })
+}, { $id: 'Provenance', title: 'Provenance', description: 'Where the image says it came from, and whether its Content Credentials hold' })
+
 const Format = StringEnum(ImageFormats, {
   description: 'Decided from the file\'s bytes, not from its declared type',
   examples: ['jpeg']
@@ -40,6 +108,7 @@ export const ImageMetadata = Type.Object({
   format: Format,
   filesize_kb: FilesizeKb,
   filesize_bytes: FilesizeBytes,
+  provenance: Type.Ref(Provenance),
   tags: Type.Optional(Type.Record(Type.String(), Type.Unknown(), {
     description: 'With ?full=true: every tag ExifTool reads, grouped by ExifTool family-1 group (ExifTool\'s grouped JSON)'
   }))
@@ -57,7 +126,8 @@ export const ImageLacksMetadataResponse = Type.Object({
   format: Format,
   resolution: Type.Ref(Resolution),
   filesize_kb: FilesizeKb,
-  filesize_bytes: FilesizeBytes
+  filesize_bytes: FilesizeBytes,
+  provenance: Type.Ref(Provenance)
 }, {
   $id: 'ImageLacksMetadataResponse',
   title: 'ImageLacksMetadataResponse',

@@ -6,6 +6,7 @@ import chatRoutes from '../plugins/chat.ts'
 import conversationStore from '../plugins/conversation-store.ts'
 import docs from '../plugins/docs.ts'
 import errorEnvelope from '../plugins/error-envelope.ts'
+import contentCredentials from '../plugins/content-credentials.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
 import metadataRoutes from '../plugins/metadata.ts'
@@ -64,6 +65,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(docs, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(exiftoolPool, config.exiftool)
+  await app.register(contentCredentials, config.contentCredentials)
   await app.register(metrics)
   await app.register(conversationStore, {
     ...(chat.redisUrl === undefined ? {} : { redisUrl: chat.redisUrl }),
@@ -83,7 +85,12 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     await api.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs })
     await api.register(auth, { apiKeys: config.apiKeys })
     await api.register(rateLimits, { keyPrefix: chat.redisKeyPrefix })
-    await api.register(metadataRoutes, { maxImageBytes: config.maxImageBytes, tempRoot: config.tempRoot, rateLimit: config.rateLimits.metadataPerMinute })
+    await api.register(metadataRoutes, {
+      maxImageBytes: config.maxImageBytes,
+      maxUploadBytes: config.maxUploadBytes,
+      tempRoot: config.tempRoot,
+      rateLimit: config.rateLimits.metadataPerMinute
+    })
     await api.register(chatRoutes, { rateLimit: config.rateLimits.chatPerMinute })
   }, { prefix: '/v1' })
   return app

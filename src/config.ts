@@ -5,6 +5,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { envSchema } from 'env-schema'
 import { DEFAULT_MODEL_CACHE } from './chat/nlu/model-cache.ts'
+import { parseTrustAnchors, type ContentCredentialsConfig } from './metadata/provenance/c2pa-verifier.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
@@ -17,6 +18,10 @@ const EnvSchema = Type.Object({
   API_KEYS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.String({ default: 'info' }),
   MAX_IMAGE_BYTES: Type.Integer({ minimum: 1, maximum: 1024 * 1024 * 1024, default: 26_214_400 }),
+  MAX_UPLOAD_BYTES: Type.Integer({ minimum: 1, maximum: 16 * 1024 * 1024 * 1024, default: 209_715_200 }),
+  C2PA_TRUST_ANCHORS: Type.Optional(Type.String({ minLength: 1 })),
+  C2PA_WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
+  C2PA_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
   EXIFTOOL_PROCS: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
   EXIFTOOL_TASK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
   EXIFTOOL_MAX_QUEUE: Type.Integer({ minimum: 1, maximum: 100_000, default: 256 }),
@@ -91,8 +96,12 @@ export interface AppConfig {
   maxEventLoopDelayMs: number
   /** Where clients reach the API (the gateway's URL), for the OpenAPI document's `servers`. */
   publicUrl?: string
+  /** Largest image sent as a JSON data URI. */
   maxImageBytes: number
+  /** Largest image sent as a multipart file (streamed to disk, so it may be far larger). */
+  maxUploadBytes: number
   exiftool: ExifToolConfig
+  contentCredentials: ContentCredentialsConfig
   /** Where the private per-instance scratch directory for uploads is created. */
   tempRoot: string
   chat: ChatConfig
@@ -150,6 +159,12 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
     ...(env.PUBLIC_URL === undefined ? {} : { publicUrl: env.PUBLIC_URL.replace(/\/+$/, '') }),
     maxImageBytes: env.MAX_IMAGE_BYTES,
+    maxUploadBytes: env.MAX_UPLOAD_BYTES,
+    contentCredentials: {
+      ...(env.C2PA_TRUST_ANCHORS === undefined ? {} : { trustAnchorsPem: readTrustAnchors(env.C2PA_TRUST_ANCHORS) }),
+      workers: env.C2PA_WORKERS,
+      timeoutMs: env.C2PA_TIMEOUT_MS
+    },
     exiftool: {
       procs: env.EXIFTOOL_PROCS ?? availableParallelism(),
       taskTimeoutMs: env.EXIFTOOL_TASK_TIMEOUT_MS,
@@ -189,6 +204,21 @@ function parseTrustProxy (text: string): TrustProxy {
 
 function parseKeys (text: string): string[] {
   return text.split(/[,\n]/).map((key) => key.trim()).filter((key) => key.length > 0)
+}
+
+function readTrustAnchors (path: string): string {
+  let pem: string
+  try {
+    pem = readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: C2PA_TRUST_ANCHORS cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  try {
+    parseTrustAnchors(pem)
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: C2PA_TRUST_ANCHORS must be a PEM file of certificates (${(error as Error).message})`)
+  }
+  return pem
 }
 
 function readKeysFile (path: string | undefined): string[] {

@@ -12,6 +12,19 @@ const VARIABLES = [
   'EXIFTOOL_PROCS', 'EXIFTOOL_TASK_TIMEOUT_MS', 'EXIFTOOL_MAX_QUEUE', 'TMPDIR'
 ]
 const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url))
+/** A self-signed certificate (made once with openssl for this test; it signs nothing). */
+const TEST_CERTIFICATE_PEM = `-----BEGIN CERTIFICATE-----
+MIIBkTCCATegAwIBAgIUX5oxRvnCCYvUNQI7kKyYdnLuKf0wCgYIKoZIzj0EAwIw
+HTEbMBkGA1UEAwwSQ29uZmlnIFRlc3QgQW5jaG9yMCAXDTI2MTEyMjA1NTMyOVoY
+DzIxMjYxMDI5MDU1MzI5WjAdMRswGQYDVQQDDBJDb25maWcgVGVzdCBBbmNob3Iw
+WTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAASOedLswwe0hRNvZemMYhH5gJ7LEDQ8
+AvP6aa2eoQcLPirFelR9pQGSELck7zuKl5OrUXEOxvfFnqNa4eAIwJHpo1MwUTAd
+BgNVHQ4EFgQUfG0EZSRcXW0uvDAhHL015oRQvTQwHwYDVR0jBBgwFoAUfG0EZSRc
+XW0uvDAhHL015oRQvTQwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBF
+AiEA/ZOpU0SWBifErdPsr9z4ZqWB7RedeU46sYmp+n1eLgwCIH+YtJIa2lYJbSRr
+L5toK/Ie0PdvDTN8pwG+pab2DTG2
+-----END CERTIFICATE-----
+`
 
 let dir: string
 
@@ -59,6 +72,8 @@ describe('loadConfig', () => {
       rateLimits: { chatPerMinute: 600, metadataPerMinute: 120 },
       maxEventLoopDelayMs: 1000,
       maxImageBytes: 26_214_400,
+      maxUploadBytes: 209_715_200,
+      contentCredentials: { workers: 1, timeoutMs: 10_000 },
       exiftool: { procs: availableParallelism(), taskTimeoutMs: 10_000, maxQueue: 256 },
       tempRoot: tmpdir(),
       chat: {
@@ -87,7 +102,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_KEYS: 'key-1', MODEL_CACHE_DIR: '' }).chat).not.toHaveProperty('modelCacheDir')
   })
 
-  it('reads every variable', () => {
+  it('reads every variable', async () => {
+    const anchors = await keysFile('anchors.pem', TEST_CERTIFICATE_PEM)
     expect(loadConfig({
       NODE_ENV: 'production',
       PORT: '8080',
@@ -95,6 +111,10 @@ describe('loadConfig', () => {
       API_KEYS: 'key-1',
       LOG_LEVEL: 'debug',
       MAX_IMAGE_BYTES: '1048576',
+      MAX_UPLOAD_BYTES: '524288000',
+      C2PA_TRUST_ANCHORS: anchors,
+      C2PA_WORKERS: '2',
+      C2PA_TIMEOUT_MS: '3000',
       EXIFTOOL_PROCS: '3',
       EXIFTOOL_TASK_TIMEOUT_MS: '2500',
       EXIFTOOL_MAX_QUEUE: '32',
@@ -123,6 +143,8 @@ describe('loadConfig', () => {
       rateLimits: { chatPerMinute: 30, metadataPerMinute: 0 },
       maxEventLoopDelayMs: 500,
       maxImageBytes: 1_048_576,
+      maxUploadBytes: 524_288_000,
+      contentCredentials: { trustAnchorsPem: TEST_CERTIFICATE_PEM, workers: 2, timeoutMs: 3000 },
       exiftool: { procs: 3, taskTimeoutMs: 2500, maxQueue: 32 },
       tempRoot: '/var/tmp',
       chat: {
@@ -149,6 +171,10 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', 'loud'],
     ['MAX_IMAGE_BYTES', '0'],
     ['MAX_IMAGE_BYTES', 'lots'],
+    ['MAX_UPLOAD_BYTES', '0'],
+    ['C2PA_TRUST_ANCHORS', ''],
+    ['C2PA_WORKERS', '0'],
+    ['C2PA_TIMEOUT_MS', '10'],
     ['EXIFTOOL_PROCS', '0'],
     ['EXIFTOOL_PROCS', 'many'],
     ['EXIFTOOL_TASK_TIMEOUT_MS', '0'],
@@ -215,6 +241,16 @@ describe('loadConfig', () => {
     it('stops start-up naming API_KEYS_FILE when the file holds no key', async () => {
       const path = await keysFile('empty.txt', '\n  \n')
       expect(configError({ API_KEYS_FILE: path }).message).toMatch(naming('API_KEYS_FILE'))
+    })
+  })
+
+  describe('C2PA_TRUST_ANCHORS', () => {
+    it.each([
+      ['a missing file', async () => join(dir, 'no-such-anchors.pem')],
+      ['a file without a certificate', async () => await keysFile('not-pem.pem', 'hello\n')],
+      ['a certificate that does not parse', async () => await keysFile('broken.pem', '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n')]
+    ])('stops start-up naming C2PA_TRUST_ANCHORS for %s', async (_case, path) => {
+      expect(configError({ API_KEYS: 'key-1', C2PA_TRUST_ANCHORS: await path() }).message).toMatch(naming('C2PA_TRUST_ANCHORS'))
     })
   })
 

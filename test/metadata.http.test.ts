@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ImageFormats, type ImageFormat } from '../schemas/metadata.ts'
 import { API_KEY, createTestApp, imageForm, listen, multipart, type TestApp } from './support/app.ts'
-import { CAMERA_TAGS, dataUri, ImageFactory, largePng } from './support/images.ts'
+import { bareProvenance, CAMERA_TAGS, dataUri, ImageFactory, largePng } from './support/images.ts'
 import { until } from './support/processes.ts'
 
 // The real server on a real port, called with real HTTP clients (fetch and node:http).
@@ -18,7 +18,7 @@ const SMALL_LIMIT = 1024 * 1024
 beforeAll(async () => {
   images = new ImageFactory()
   t = await createTestApp({ exiftool: { procs: 2, taskTimeoutMs: 10_000, maxQueue: 64 } })
-  small = await createTestApp({ maxImageBytes: SMALL_LIMIT })
+  small = await createTestApp({ maxImageBytes: SMALL_LIMIT, maxUploadBytes: SMALL_LIMIT })
   base = await listen(t)
   smallBase = await listen(small)
   for (const format of ImageFormats) {
@@ -48,7 +48,8 @@ describe.each(ImageFormats)('%s over HTTP', (format) => {
     resolution: { width: 40, height: 30 },
     format,
     filesize_kb: Math.round(bytes.length / 1024),
-    filesize_bytes: bytes.length
+    filesize_bytes: bytes.length,
+    provenance: bareProvenance(bytes)
   })
 
   it('as a JSON data URI', async () => {
@@ -109,7 +110,7 @@ describe('large and concurrent uploads', () => {
 })
 
 describe('limits while streaming', () => {
-  it('refuses an upload over MAX_IMAGE_BYTES with 413 while it streams, keeping nothing', async () => {
+  it('refuses an upload over MAX_UPLOAD_BYTES with 413 while it streams, keeping nothing', async () => {
     const oversized = Buffer.concat([fixtures.get('jpeg')!, Buffer.alloc(SMALL_LIMIT * 3)])
     const { payload, headers } = await multipart(imageForm(oversized))
     const response = await rawPost(`${smallBase}/v1/metadata`, { ...auth, ...headers }, payload)

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { InjectOptions } from 'fastify'
 import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
 import { buildHeif } from './support/heif-builder.ts'
-import { CAMERA_TAGS, dataUri, ImageFactory, pngWithMetadataAfterPixels, type FixtureTags } from './support/images.ts'
+import { bareProvenance, CAMERA_TAGS, dataUri, ImageFactory, pngWithMetadataAfterPixels, type FixtureTags } from './support/images.ts'
 import { ImageFormats } from '../schemas/metadata.ts'
 
 let t: TestApp
@@ -57,7 +57,8 @@ describe('a camera JPEG', () => {
       resolution: { width: 64, height: 48 },
       format: 'jpeg',
       filesize_kb: Math.round(image.length / 1024),
-      filesize_bytes: image.length
+      filesize_bytes: image.length,
+      provenance: bareProvenance(image)
     })
   })
 
@@ -228,7 +229,8 @@ describe('422 Image lacks metadata', () => {
       format: 'jpeg',
       resolution: { width: 33, height: 21 },
       filesize_kb: Math.round(stripped.length / 1024),
-      filesize_bytes: stripped.length
+      filesize_bytes: stripped.length,
+      provenance: bareProvenance(stripped)
     })
   })
 
@@ -241,7 +243,8 @@ describe('422 Image lacks metadata', () => {
       format,
       resolution: { width: 24, height: 18 },
       filesize_kb: Math.round(bare.length / 1024),
-      filesize_bytes: bare.length
+      filesize_bytes: bare.length,
+      provenance: bareProvenance(bare)
     })
   })
 
@@ -349,7 +352,7 @@ describe('400 Bad Request', () => {
 
 describe('413 Payload Too Large', () => {
   let small: TestApp
-  beforeAll(async () => { small = await createTestApp({ maxImageBytes: 4096 }) })
+  beforeAll(async () => { small = await createTestApp({ maxImageBytes: 4096, maxUploadBytes: 4096 }) })
   afterAll(async () => { await small.close() })
 
   it('for a JSON image over the limit', async () => {

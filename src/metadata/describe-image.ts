@@ -2,6 +2,9 @@ import type { ImageMetadata } from '../../schemas/metadata.ts'
 import { ImageLacksMetadataError, withDetails } from '../errors.ts'
 import { captureTime } from './capture-time.ts'
 import type { MetadataExtractor } from './extractor.ts'
+import type { ContentCredentialsVerifier } from './provenance/c2pa-verifier.ts'
+import { contentCredentialsFrom, unreadableContentCredentials, type ContentCredentials } from './provenance/content-credentials.ts'
+import { provenanceFrom } from './provenance/provenance.ts'
 import type { SniffedImage } from './sniff.ts'
 import { cameraFrom, gpsFrom, groupedTagsFrom } from './tags.ts'
 
@@ -9,7 +12,17 @@ export interface StoredImage {
   /** A private temporary copy ExifTool reads. */
   path: string
   sizeBytes: number
+  /** Hex SHA-256 of the bytes received. */
+  sha256: string
+  /** The bytes carry a C2PA manifest store's marker: only then does the validator read the file. */
+  mayHoldManifest: boolean
   sniffed: SniffedImage
+}
+
+/** What reads an image: ExifTool's pool for the tags, c2pa-rs for a manifest. */
+export interface ImageReaders {
+  extractor: MetadataExtractor
+  contentCredentials: ContentCredentialsVerifier
 }
 
 /**
@@ -17,16 +30,17 @@ export interface StoredImage {
  * what could still be read, when the file records none of camera, capture time and position.
  */
 export async function describeImage (
-  extractor: MetadataExtractor,
+  readers: ImageReaders,
   image: StoredImage,
   options: { full: boolean }
 ): Promise<ImageMetadata> {
-  const tags = await extractor.readSummary(image.path, image.sniffed.format)
+  const tags = await readers.extractor.readSummary(image.path, image.sniffed.format)
   const basics = {
     resolution: { width: image.sniffed.width, height: image.sniffed.height },
     format: image.sniffed.format,
     filesize_kb: Math.round(image.sizeBytes / 1024),
-    filesize_bytes: image.sizeBytes
+    filesize_bytes: image.sizeBytes,
+    provenance: provenanceFrom(tags, image.sha256, await contentCredentials(readers, image))
   }
   const camera = cameraFrom(tags)
   const datetime = captureTime(tags)
@@ -36,6 +50,17 @@ export async function describeImage (
   }
 
   const metadata: ImageMetadata = { camera, datetime, gps, ...basics }
-  if (options.full) metadata.tags = groupedTagsFrom(await extractor.readAll(image.path))
+  if (options.full) metadata.tags = groupedTagsFrom(await readers.extractor.readAll(image.path))
   return metadata
+}
+
+/** The manifest, validated; null when the file holds none. */
+async function contentCredentials (readers: ImageReaders, image: StoredImage): Promise<ContentCredentials | null> {
+  if (!image.mayHoldManifest) return null
+  const result = await readers.contentCredentials.verify(image.path, image.sniffed.format)
+  switch (result.kind) {
+    case 'absent': return null
+    case 'unreadable': return unreadableContentCredentials()
+    case 'report': return contentCredentialsFrom(result.report)
+  }
 }

@@ -1,5 +1,6 @@
 import type { Camera, Gps, ImageFormat } from '../../schemas/metadata.ts'
 import { CAPTURE_TIME_TAGS } from './capture-time.ts'
+import { MANIFEST_STORE_GROUPS, PROVENANCE_READ_ARGS } from './provenance/provenance.ts'
 
 /** ExifTool's JSON, keyed "Group:Tag" (family-1 groups, `-G1`), numeric values as numbers (`-n`). */
 export type RawTagValues = Readonly<Record<string, unknown>>
@@ -27,7 +28,7 @@ const FAST_LEVEL: Record<ImageFormat, '-fast' | '-fast2'> = {
 
 /** ExifTool arguments for the summary the API returns: only the tags it needs, numbers unformatted (`-n`). */
 export function summaryReadArgs (format: ImageFormat): string[] {
-  return [FAST_LEVEL[format], '-n', '-a', '-G1', ...SUMMARY_TAGS]
+  return [FAST_LEVEL[format], '-n', '-a', '-G1', ...SUMMARY_TAGS, ...PROVENANCE_READ_ARGS]
 }
 
 /** The forensic read (`?full=true`): every tag, grouped by family-1 group, print-converted as ExifTool shows them. */
@@ -69,11 +70,14 @@ function roundTo (value: number, decimals: number): number {
 /** Groups ExifTool reports about the file on disk (our temporary file's name, path, permissions): never shown. */
 const PRIVATE_GROUPS = new Set(['System', 'SourceFile'])
 
-/** ExifTool's grouped JSON for `?full=true`, without what describes our temporary copy rather than the image. */
+/**
+ * ExifTool's grouped JSON for `?full=true`, without what describes our temporary copy rather than the image, and
+ * without the C2PA manifest store (reported, validated, under provenance.content_credentials).
+ */
 export function groupedTagsFrom (tags: RawTagValues): Record<string, unknown> {
   const grouped: Record<string, unknown> = {}
   for (const [group, value] of Object.entries(tags)) {
-    if (PRIVATE_GROUPS.has(group) || group === 'errors' || group === 'warnings') continue
+    if (PRIVATE_GROUPS.has(group) || MANIFEST_STORE_GROUPS.has(group) || group === 'errors' || group === 'warnings') continue
     grouped[group] = value
   }
   return grouped

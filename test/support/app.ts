@@ -50,7 +50,9 @@ export async function createTestApp (overrides: Partial<AppConfig> = {}): Promis
     rateLimits: { chatPerMinute: 0, metadataPerMinute: 0 },
     maxEventLoopDelayMs: 0,
     maxImageBytes: 26_214_400,
+    maxUploadBytes: 209_715_200,
     exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 64 },
+    contentCredentials: { workers: 1, timeoutMs: 10_000 },
     tempRoot,
     chat: TEST_CHAT_CONFIG,
     ...overrides

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -108,6 +109,17 @@ export async function largePng (bytes: number): Promise<Buffer> {
   return await sharp(randomBytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } })
     .png({ compressionLevel: 0 })
     .toBuffer()
+}
+
+/** The provenance of an image that names no software, history or source type and carries no manifest. */
+export function bareProvenance (bytes: Buffer): Record<string, unknown> {
+  return {
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+    software: null,
+    history: [],
+    digital_source_type: null,
+    content_credentials: null
+  }
 }
 
 export function dataUri (bytes: Buffer, mediaType: string): string {

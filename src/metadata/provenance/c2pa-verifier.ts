@@ -1,0 +1,133 @@
+import { X509Certificate } from 'node:crypto'
+import { Piscina } from 'piscina'
+import { ExtractionTimeoutError, ExtractorBusyError, withHeaders } from '../../errors.ts'
+import type { VerifyResult, VerifyTask } from './c2pa-worker.ts'
+
+export interface ContentCredentialsConfig {
+  /** PEM certificates whose chains count as trusted signers (and time-stamp authorities); undefined: none. */
+  trustAnchorsPem?: string
+  /** Worker threads validating manifests. */
+  workers: number
+  /** Per-file limit; the thread is ended when it is exceeded. */
+  timeoutMs: number
+}
+
+/** Files waiting for a validator thread before new ones get 503. */
+const MAX_QUEUE = 64
+/** How long start-up waits for the first thread to load the validator (compiling 9 MB of WebAssembly). */
+const START_TIMEOUT_MS = 30_000
+const RETRY_AFTER_SECONDS = '1'
+
+/**
+ * c2pa-rs's settings: nothing fetched over the network (no remote manifests, no OCSP: a request must not make the
+ * service call out), trust checked against the configured anchors only, time-stamps checked against them too.
+ */
+function validatorSettings (trustAnchorsPem: string | undefined): string {
+  return JSON.stringify({
+    verify: {
+      verify_trust: true,
+      verify_timestamp_trust: true,
+      ocsp_fetch: false,
+      remote_manifest_fetch: false
+    },
+    ...(trustAnchorsPem === undefined ? {} : { trust: { trust_anchors: trustAnchorsPem } })
+  })
+}
+
+/** The containers c2pa-rs reads, by the API's format name; a TIFF-based raw is read as TIFF. */
+const MEDIA_TYPES: Readonly<Record<string, string>> = {
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  tiff: 'image/tiff',
+  heic: 'image/heic',
+  heif: 'image/heif',
+  avif: 'image/avif',
+  jxl: 'image/jxl',
+  dng: 'image/dng',
+  nef: 'image/x-nikon-nef',
+  nrw: 'image/x-nikon-nef',
+  arw: 'image/x-sony-arw',
+  srf: 'image/x-sony-arw',
+  sr2: 'image/x-sony-arw',
+  cr2: 'image/tiff',
+  pef: 'image/tiff',
+  srw: 'image/tiff',
+  '3fr': 'image/tiff',
+  erf: 'image/tiff',
+  iiq: 'image/tiff'
+}
+
+/**
+ * Validates C2PA manifests (Content Credentials) with c2pa-rs in a pool of worker threads. Callers see one typed
+ * call; a file that takes longer than the limit ends its thread and is answered as a timeout.
+ */
+export class ContentCredentialsVerifier {
+  readonly #pool: Piscina<VerifyTask, VerifyResult>
+  readonly #timeoutMs: number
+
+  private constructor (pool: Piscina<VerifyTask, VerifyResult>, timeoutMs: number) {
+    this.#pool = pool
+    this.#timeoutMs = timeoutMs
+  }
+
+  /** Starts the pool with one thread ready, so that a broken validator stops start-up rather than a request. */
+  static async start (config: ContentCredentialsConfig): Promise<ContentCredentialsVerifier> {
+    const pool = new Piscina<VerifyTask, VerifyResult>({
+      filename: new URL('./c2pa-worker.ts', import.meta.url).href,
+      name: 'default',
+      minThreads: 1,
+      maxThreads: config.workers,
+      maxQueue: MAX_QUEUE,
+      idleTimeout: 60_000,
+      workerData: { settings: validatorSettings(config.trustAnchorsPem) }
+    })
+    const verifier = new ContentCredentialsVerifier(pool, config.timeoutMs)
+    try {
+      // An empty file: the worker loads the validator, and answers that it holds no readable manifest.
+      await pool.run({ path: '/dev/null', mediaType: 'image/jpeg' }, { signal: AbortSignal.timeout(START_TIMEOUT_MS) })
+    } catch (error) {
+      await pool.close({ force: true })
+      throw new Error(`The C2PA validator did not start: ${(error as Error).message}`, { cause: error })
+    }
+    return verifier
+  }
+
+  /** The manifest of the file at `path`, read as `format`; absent when it has none. */
+  async verify (path: string, format: string): Promise<VerifyResult> {
+    const mediaType = MEDIA_TYPES[format]
+    if (mediaType === undefined) return { kind: 'unreadable', reason: `c2pa-rs reads no manifest from ${format} files` }
+    return await this.#run({ path, mediaType })
+  }
+
+  get threads (): number {
+    return this.#pool.threads.length
+  }
+
+  async close (): Promise<void> {
+    await this.#pool.close({ force: true })
+  }
+
+  async #run (task: VerifyTask): Promise<VerifyResult> {
+    if (this.#pool.queueSize >= MAX_QUEUE) {
+      throw withHeaders(new ExtractorBusyError(), { 'retry-after': RETRY_AFTER_SECONDS })
+    }
+    try {
+      return await this.#pool.run(task, { signal: AbortSignal.timeout(this.#timeoutMs) })
+    } catch (error) {
+      if ((error as Error).name === 'AbortError') {
+        throw withHeaders(Object.assign(new ExtractionTimeoutError(), { cause: error }), { 'retry-after': RETRY_AFTER_SECONDS })
+      }
+      // The thread died under the file (out of memory, a crash in the validator): the manifest cannot be read.
+      return { kind: 'unreadable', reason: (error as Error).message }
+    }
+  }
+}
+
+/** The certificates of a PEM bundle; throws when it holds none, or one that does not parse. */
+export function parseTrustAnchors (pem: string): X509Certificate[] {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? []
+  if (blocks.length === 0) throw new Error('no PEM certificate found')
+  return blocks.map((block) => new X509Certificate(block))
+}
