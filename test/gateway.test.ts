@@ -58,7 +58,7 @@ beforeAll(async () => {
   const site = render(template, {
     API_UPSTREAMS: replicas.map((replica) => `server 127.0.0.1:${replica.port} max_fails=1 fail_timeout=5s;`).join(' '),
     GATEWAY_PORT: `127.0.0.1:${port}`,
-    CLIENT_MAX_BODY_SIZE: '36m'
+    CLIENT_MAX_BODY_SIZE: '201m'
   })
   await mkdir(join(dir, 'nginx'))
   await writeFile(join(dir, 'nginx/site.conf'), site)
@@ -177,7 +177,7 @@ describe('the gateway (deploy/nginx/gateway.conf.template)', () => {
     const answer = await fetch(`${gateway}/v1/metadata`, {
       method: 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: Buffer.alloc(37 * 1024 * 1024, 0x20)
+      body: Buffer.alloc(202 * 1024 * 1024, 0x20)
     })
     expect(answer.status).toBe(413)
     expect(await answer.json()).toMatchObject({ statusCode: 413, code: 'BODY_TOO_LARGE' })
