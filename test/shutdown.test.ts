@@ -43,6 +43,12 @@ function processTree (root: number): number[] {
   return tree
 }
 
+/** Files in the service's scratch directories under TMPDIR. */
+async function scratchFiles (): Promise<string[]> {
+  const directories = (await readdir(tempRoot)).filter((name) => name.startsWith('chat-metadata-api-'))
+  return (await Promise.all(directories.map(async (name) => await readdir(join(tempRoot, name)).catch(() => [])))).flat()
+}
+
 function alive (pid: number): boolean {
   try {
     process.kill(pid, 0)
@@ -82,8 +88,9 @@ describe.each([{ how: 'node' as const }, { how: 'npm' as const }])('SIGTERM to `
   it('finishes the request in flight, refuses new connections, ends ExifTool and exits 0', async () => {
     const server = await startService({ API_KEYS: KEY, TMPDIR: tempRoot, SHUTDOWN_GRACE_MS: '10000' }, how)
     const upload = slowUpload(server.port)
-    // The upload has begun: the server holds an open request.
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    // The upload has begun: the server holds an open request, its first half already in the scratch directory
+    // (a fixed wait would race a loaded machine: a request not yet read when SIGTERM comes is refused with 503).
+    await until(async () => (await scratchFiles()).length > 0, 200, 50)
     const tree = processTree(server.child.pid!)
     expect(tree.length).toBeGreaterThan(1)
 
