@@ -10,12 +10,12 @@ import {
   ImageMetadata,
   MetadataJsonBody,
   MetadataMultipartBody,
-  MetadataQuery,
-  type ImageFormat
+  MetadataQuery
 } from '../schemas/metadata.ts'
 import { ImageTooLargeError, NoImageError, TooManyFilesError, UnsupportedImageFormatError } from '../src/errors.ts'
 import { decodeImageDataUri, maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
 import { describeImage, type StoredImage } from '../src/metadata/describe-image.ts'
+import { scratchExtension } from '../src/metadata/formats.ts'
 import { mayHoldManifestStore } from '../src/metadata/provenance/manifest-store-marker.ts'
 import { sniffImage, sniffImageFile } from '../src/metadata/sniff.ts'
 import { ScratchDirectory } from '../src/scratch-directory.ts'
@@ -30,11 +30,6 @@ export interface MetadataRoutesOptions {
   tempRoot: string
   /** Requests per minute per API key; 0: no limit. */
   rateLimit: number
-}
-
-/** File extensions for the scratch copy, so ExifTool tries the right parser first. */
-const EXTENSIONS: Record<ImageFormat, string> = {
-  jpeg: 'jpg', png: 'png', webp: 'webp', heic: 'heic', heif: 'heif', avif: 'avif', tiff: 'tif', gif: 'gif'
 }
 
 /** POST /metadata: one image in, as a JSON data URI or a multipart `image` file; its metadata out. */
@@ -117,7 +112,7 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
     const bytes = decodeImageDataUri(uri, maxImageBytes)
     const sniffed = sniffImage(bytes)
     if (sniffed === undefined) throw new UnsupportedImageFormatError(ImageFormats.join(', '))
-    const path = scratch.newFilePath(EXTENSIONS[sniffed.format])
+    const path = scratch.newFilePath(scratchExtension(sniffed.format))
     trackScratchFile(request, path)
     await writeFile(path, bytes, { flag: 'wx', mode: 0o600 })
     return {

@@ -1,8 +1,9 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { IMAGE_FORMATS, type ImageFormat } from '../src/metadata/formats.ts'
 import { StringEnum } from './string-enum.ts'
 
-export const ImageFormats = ['jpeg', 'png', 'webp', 'heic', 'heif', 'avif', 'tiff', 'gif'] as const
-export type ImageFormat = typeof ImageFormats[number]
+export const ImageFormats = IMAGE_FORMATS
+export type { ImageFormat }
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
@@ -20,7 +21,13 @@ export const Gps = Type.Object({
 export const Resolution = Type.Object({
   width: Type.Integer({ minimum: 1, description: 'Pixel width of the primary image as stored', examples: [640] }),
   height: Type.Integer({ minimum: 1, description: 'Pixel height of the primary image as stored', examples: [480] })
-}, { $id: 'Resolution', title: 'Resolution' })
+}, {
+  $id: 'Resolution',
+  title: 'Resolution',
+  description: 'The primary image as stored (not rotated for display). For camera raw files, the full-size raw image as ' +
+    'ExifTool reports it (Composite:ImageSize): the sensor area the file stores, not the DNG default crop or the ' +
+    'camera\'s JPEG size; Canon CR2 and Phase One IIQ report the EXIF image size, Fujifilm RAF the cropped raw size'
+})
 
 const TRUST_ANCHORS = 'C2PA_TRUST_ANCHORS'
 
@@ -91,7 +98,7 @@ export const Provenance = Type.Object({
 }, { $id: 'Provenance', title: 'Provenance', description: 'Where the image says it came from, and whether its Content Credentials hold' })
 
 const Format = StringEnum(ImageFormats, {
-  description: 'Decided from the file\'s bytes, not from its declared type',
+  description: 'Decided from the file\'s bytes, not from its declared type; a camera raw format by its file-type extension (dng, cr3, nef…)',
   examples: ['jpeg']
 })
 const FilesizeKb = Type.Integer({ minimum: 0, description: 'File size in KiB (bytes / 1024, rounded)', examples: [154] })

@@ -100,6 +100,18 @@ describe('a large camera file as a multipart upload', () => {
     expect(peak - before).toBeLessThan(100 * MIB)
   }, 120_000)
 
+  it('a JPEG whose size comes after 40 MB of comment segments is sized by ExifTool, not by reading it into memory', async () => {
+    // 640 comment segments of 64 KiB between the start of the image and its frame header: far past the sniff's
+    // head and past the size it would read whole.
+    const comment = Buffer.concat([Buffer.from([0xff, 0xfe, 0xff, 0xff]), Buffer.alloc(0xfffd, 0x20)])
+    const padded = Buffer.concat([photo.subarray(0, 2), ...Array.from({ length: 640 }, () => comment), photo.subarray(2)])
+    const form = new FormData()
+    form.append('image', new Blob([padded]), 'commented.jpg')
+    const response = await fetch(`http://127.0.0.1:${service.port}/v1/metadata/file`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}` }, body: form })
+    expect(response.status).toBe(200)
+    expect(await response.json()).toMatchObject({ format: 'jpeg', resolution: { width: 320, height: 240 }, camera: { make: 'NIKON' }, filesize_bytes: padded.length })
+  }, 60_000)
+
   it('is refused with 413 over MAX_UPLOAD_BYTES (200 MiB by default)', async () => {
     const answer = await uploadPadded(200 * MIB)
     expect(answer.status).toBe(413)

@@ -1,8 +1,7 @@
 import { request as httpRequest } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ImageFormats, type ImageFormat } from '../schemas/metadata.ts'
 import { API_KEY, createTestApp, imageForm, listen, multipart, type TestApp } from './support/app.ts'
-import { bareProvenance, CAMERA_TAGS, dataUri, ImageFactory, largePng } from './support/images.ts'
+import { bareProvenance, CAMERA_TAGS, dataUri, ImageFactory, largePng, PICTURE_FORMATS, type PictureFormat } from './support/images.ts'
 import { until } from './support/processes.ts'
 
 // The real server on a real port, called with real HTTP clients (fetch and node:http).
@@ -11,7 +10,7 @@ let small: TestApp
 let images: ImageFactory
 let base: string
 let smallBase: string
-const fixtures = new Map<ImageFormat, Buffer>()
+const fixtures = new Map<PictureFormat, Buffer>()
 
 const SMALL_LIMIT = 1024 * 1024
 
@@ -21,7 +20,7 @@ beforeAll(async () => {
   small = await createTestApp({ maxImageBytes: SMALL_LIMIT, maxUploadBytes: SMALL_LIMIT })
   base = await listen(t)
   smallBase = await listen(small)
-  for (const format of ImageFormats) {
+  for (const format of PICTURE_FORMATS) {
     const tags = { ...CAMERA_TAGS, SubSecTimeOriginal: '25', OffsetTimeOriginal: '+01:00' }
     fixtures.set(format, await images.make(format, { width: 40, height: 30, tags }))
   }
@@ -36,11 +35,11 @@ afterAll(async () => {
 const auth = { authorization: `Bearer ${API_KEY}` }
 
 /** What ExifTool writes per format: GIF holds XMP only, where EXIF's separate sub-second and offset tags have no place. */
-function expectedDatetime (format: ImageFormat): string {
+function expectedDatetime (format: PictureFormat): string {
   return format === 'gif' ? '2008-10-22T16:38:20' : '2008-10-22T16:38:20.25+01:00'
 }
 
-describe.each(ImageFormats)('%s over HTTP', (format) => {
+describe.each(PICTURE_FORMATS)('%s over HTTP', (format) => {
   const expected = (bytes: Buffer): Record<string, unknown> => ({
     camera: { make: 'NIKON', model: 'COOLPIX P6000' },
     datetime: expectedDatetime(format),

@@ -7,6 +7,8 @@ import type { RawTagValues } from './tags.ts'
 const CAPTURE_TIME_SOURCES: readonly CaptureTimeSource[] = [
   { date: 'ExifIFD:DateTimeOriginal', subSeconds: 'ExifIFD:SubSecTimeOriginal', offset: 'ExifIFD:OffsetTimeOriginal' },
   { date: 'ExifIFD:CreateDate', subSeconds: 'ExifIFD:SubSecTimeDigitized', offset: 'ExifIFD:OffsetTimeDigitized' },
+  // Canon's CRW records it in its own CIFF heap, not in EXIF.
+  { date: 'CanonRaw:DateTimeOriginal' },
   { date: 'XMP-exif:DateTimeOriginal' },
   { date: 'XMP-photoshop:DateCreated' },
   { date: 'XMP-xmp:CreateDate' },

@@ -1,12 +1,12 @@
-import type { ImageMetadata } from '../../schemas/metadata.ts'
-import { ImageLacksMetadataError, withDetails } from '../errors.ts'
+import { ImageLacksMetadataError, UnsupportedImageFormatError, withDetails } from '../errors.ts'
 import { captureTime } from './capture-time.ts'
 import type { MetadataExtractor } from './extractor.ts'
 import type { ContentCredentialsVerifier } from './provenance/c2pa-verifier.ts'
 import { contentCredentialsFrom, unreadableContentCredentials, type ContentCredentials } from './provenance/content-credentials.ts'
-import { provenanceFrom } from './provenance/provenance.ts'
+import { IMAGE_FORMATS, type ImageFormat } from './formats.ts'
+import { provenanceFrom, type Provenance } from './provenance/provenance.ts'
 import type { SniffedImage } from './sniff.ts'
-import { cameraFrom, gpsFrom, groupedTagsFrom } from './tags.ts'
+import { cameraFrom, cameraFromMakerNotes, gpsFrom, groupedTagsFrom, resolutionFromTags, type Camera, type Gps, type Resolution } from './tags.ts'
 
 export interface StoredImage {
   /** A private temporary copy ExifTool reads. */
@@ -17,6 +17,21 @@ export interface StoredImage {
   /** The bytes carry a C2PA manifest store's marker: only then does the validator read the file. */
   mayHoldManifest: boolean
   sniffed: SniffedImage
+}
+
+/** What the API says about one image. */
+export interface ImageDescription {
+  camera: Camera | null
+  /** ISO 8601, with a UTC offset only when the file records one. */
+  datetime: string | null
+  gps: Gps | null
+  resolution: Resolution
+  format: ImageFormat
+  filesize_kb: number
+  filesize_bytes: number
+  provenance: Provenance
+  /** With `full`: every tag ExifTool reads, grouped. */
+  tags?: Record<string, unknown>
 }
 
 /** What reads an image: ExifTool's pool for the tags, c2pa-rs for a manifest. */
@@ -33,25 +48,35 @@ export async function describeImage (
   readers: ImageReaders,
   image: StoredImage,
   options: { full: boolean }
-): Promise<ImageMetadata> {
-  const tags = await readers.extractor.readSummary(image.path, image.sniffed.format)
+): Promise<ImageDescription> {
+  const { format, width, height } = image.sniffed
+  const sized = width !== undefined && height !== undefined
+  const tags = await readers.extractor.readSummary(image.path, format, !sized)
+  const resolution = sized ? { width, height } : resolutionFromTags(tags)
+  // A signature whose file ExifTool cannot size is no readable image of that format.
+  if (resolution === null) throw new UnsupportedImageFormatError(IMAGE_FORMATS.join(', '))
   const basics = {
-    resolution: { width: image.sniffed.width, height: image.sniffed.height },
-    format: image.sniffed.format,
+    resolution,
+    format,
     filesize_kb: Math.round(image.sizeBytes / 1024),
     filesize_bytes: image.sizeBytes,
     provenance: provenanceFrom(tags, image.sha256, await contentCredentials(readers, image))
   }
-  const camera = cameraFrom(tags)
+  const camera = cameraFrom(tags) ?? (hasExif(tags) ? cameraFromMakerNotes(await readers.extractor.readMakerNotes(image.path)) : null)
   const datetime = captureTime(tags)
   const gps = gpsFrom(tags)
   if (camera === null && datetime === null && gps === null) {
     throw withDetails(new ImageLacksMetadataError(), basics)
   }
 
-  const metadata: ImageMetadata = { camera, datetime, gps, ...basics }
+  const metadata: ImageDescription = { camera, datetime, gps, ...basics }
   if (options.full) metadata.tags = groupedTagsFrom(await readers.extractor.readAll(image.path))
   return metadata
+}
+
+/** Maker notes live inside EXIF: without any EXIF tag there are none to read. */
+function hasExif (tags: Readonly<Record<string, unknown>>): boolean {
+  return Object.keys(tags).some((name) => name.startsWith('IFD0:') || name.startsWith('ExifIFD:'))
 }
 
 /** The manifest, validated; null when the file holds none. */

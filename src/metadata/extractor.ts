@@ -1,8 +1,8 @@
 import { ExifTool } from 'exiftool-vendored'
 import type { ExifToolConfig } from '../config.ts'
 import { ExtractionTimeoutError, ExtractorBusyError, ExtractorUnavailableError, withHeaders } from '../errors.ts'
-import type { ImageFormat } from '../../schemas/metadata.ts'
-import { FULL_READ_ARGS, summaryReadArgs, type RawTagValues } from './tags.ts'
+import type { ImageFormat } from './formats.ts'
+import { FULL_READ_ARGS, MAKER_NOTE_READ_ARGS, summaryReadArgs, type RawTagValues } from './tags.ts'
 
 /** Seconds a client is told to wait (Retry-After) when the pool is saturated or restarting. */
 const RETRY_AFTER_SECONDS = '1'
@@ -30,9 +30,14 @@ export class MetadataExtractor {
     })
   }
 
-  /** The tags the API summary needs, from an image already sniffed as `format`. */
-  async readSummary (path: string, format: ImageFormat): Promise<RawTagValues> {
-    return await this.#read(path, summaryReadArgs(format))
+  /** The tags the API summary needs, from an image already sniffed as `format`; its size too when `needsSize`. */
+  async readSummary (path: string, format: ImageFormat, needsSize: boolean): Promise<RawTagValues> {
+    return await this.#read(path, summaryReadArgs(format, needsSize))
+  }
+
+  /** The maker-note tags that name a camera, for a file whose main IFD names none. */
+  async readMakerNotes (path: string): Promise<RawTagValues> {
+    return await this.#read(path, MAKER_NOTE_READ_ARGS)
   }
 
   /** Every tag ExifTool reads, grouped (for `?full=true`). */

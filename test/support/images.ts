@@ -4,8 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ExifTool, type WriteTags } from 'exiftool-vendored'
 import sharp from 'sharp'
-import type { ImageFormat } from '../../schemas/metadata.ts'
 import { buildHeif } from './heif-builder.ts'
+
+/** The formats made here from pixels (sharp, or heif-builder for HEIC/HEIF); raw and JPEG XL come from raw-builder. */
+export const PICTURE_FORMATS = ['jpeg', 'png', 'webp', 'heic', 'heif', 'avif', 'tiff', 'gif'] as const
+export type PictureFormat = typeof PICTURE_FORMATS[number]
 
 /** Tags written by the real ExifTool, named as ExifTool names them (it picks EXIF, XMP or both per format). */
 export type FixtureTags = Record<string, string | number>
@@ -38,7 +41,7 @@ export class ImageFactory {
   readonly #exiftool = new ExifTool({ maxProcs: 1 })
   #dir: string | undefined
 
-  async make (format: ImageFormat, options: FixtureOptions = {}): Promise<Buffer> {
+  async make (format: PictureFormat, options: FixtureOptions = {}): Promise<Buffer> {
     const width = options.width ?? 64
     const height = options.height ?? 48
     const pixels = await encode(format, width, height)
@@ -55,9 +58,12 @@ export class ImageFactory {
     }
   }
 
-  /** Rewrites an existing image's tags (e.g. to strip them), returning the new bytes. */
-  async rewrite (image: Buffer, format: ImageFormat, tags: FixtureTags, writeArgs: string[] = []): Promise<Buffer> {
-    const path = join(await this.#directory(), `rewrite-${Math.random().toString(36).slice(2)}.${format}`)
+  /**
+   * Rewrites an existing image's tags (e.g. to strip them), returning the new bytes. `extension` names the file
+   * ExifTool writes (it picks TIFF-based raw types by extension): any format, raw and JPEG XL included.
+   */
+  async rewrite (image: Buffer, extension: string, tags: FixtureTags, writeArgs: string[] = []): Promise<Buffer> {
+    const path = join(await this.#directory(), `rewrite-${Math.random().toString(36).slice(2)}.${extension}`)
     await writeFile(path, image)
     try {
       await this.#exiftool.write(path, tags as WriteTags, { writeArgs: ['-overwrite_original', ...writeArgs] })
@@ -79,7 +85,7 @@ export class ImageFactory {
 }
 
 /** A small image with a colour gradient, so encoders produce real, non-trivial pixel data. */
-export async function encode (format: ImageFormat, width: number, height: number): Promise<Buffer> {
+export async function encode (format: PictureFormat, width: number, height: number): Promise<Buffer> {
   if (format === 'heic') return buildHeif({ majorBrand: 'heic', primary: { width, height } })
   if (format === 'heif') return buildHeif({ majorBrand: 'mif1', compatibleBrands: ['mif1', 'miaf'], primary: { width, height } })
   const raw = Buffer.alloc(width * height * 3)
