@@ -18,9 +18,9 @@ export interface ServiceMetrics {
 
 /**
  * Prometheus metrics at GET /metrics (prom-client; no key: the gateway does not route it outside): requests and their
- * latency by route and status, the ExifTool pool (processes, busy ones, queue, failures), chat answers by intent,
- * handoffs, conversation-store errors, rate-limit refusals, and Node's own (event loop, memory, GC). One registry per
- * app, so that apps built side by side (tests) count apart.
+ * latency by route and status, the ExifTool pool (processes, busy ones, queue, failures), the C2PA validator
+ * (threads, queue, outcomes), chat answers by intent, handoffs, conversation-store errors, rate-limit refusals, and
+ * Node's own (event loop, memory, GC). One registry per app, so that apps built side by side (tests) count apart.
  */
 async function metrics (fastify: FastifyInstance): Promise<void> {
   const registry = new Registry()
@@ -58,6 +58,20 @@ async function metrics (fastify: FastifyInstance): Promise<void> {
     }
   }))
 
+  const verifier = fastify.contentCredentialsVerifier
+  registry.registerMetric(new Gauge({ ...pool, name: 'c2pa_threads', help: 'Worker threads of the C2PA validator', collect () { this.set(verifier.threads) } }))
+  registry.registerMetric(new Gauge({ ...pool, name: 'c2pa_queue', help: 'Files waiting for a C2PA validator thread', collect () { this.set(verifier.queueSize) } }))
+  registry.registerMetric(new Counter({
+    ...pool,
+    name: 'c2pa_validations_total',
+    help: 'Files the C2PA validator was asked about, by outcome: report (a manifest read), absent, unreadable, timeout, busy (refused: the queue was full)',
+    labelNames: ['outcome'],
+    collect () {
+      this.reset()
+      for (const [outcome, count] of Object.entries(verifier.outcomes)) this.inc({ outcome }, count)
+    }
+  }))
+
   fastify.decorate('metrics', {
     chatReplies: new Counter({ name: 'chat_replies_total', help: 'Chat answers, by the intent answered', labelNames: ['intent'], registers }),
     chatHandoffs: new Counter({ name: 'chat_handoffs_total', help: 'Chat answers that routed the customer to a person', registers }),
@@ -72,4 +86,4 @@ async function metrics (fastify: FastifyInstance): Promise<void> {
   fastify.addHook('onClose', async () => { registry.clear() })
 }
 
-export default fp(metrics, { name: 'metrics', fastify: '5.x', dependencies: ['exiftool-pool'] })
+export default fp(metrics, { name: 'metrics', fastify: '5.x', dependencies: ['exiftool-pool', 'content-credentials'] })

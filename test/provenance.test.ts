@@ -180,6 +180,8 @@ describe('Content Credentials', () => {
     expect(status).toBe(200)
     expect(body.provenance.sha256).toBe(sha256(tampered))
     expect(body.provenance.content_credentials).toMatchObject({ integrity: 'invalid', validation_codes: ['assertion.dataHash.mismatch'] })
+    const metrics = (await trusting.app.inject({ method: 'GET', url: '/metrics' })).body
+    expect(Number(/^c2pa_validations_total\{outcome="report"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0)
   })
 
   it.each([
@@ -260,6 +262,8 @@ describe('Content Credentials', () => {
       const ok = await hurried.app.inject({ method: 'POST', url: '/v1/metadata', headers: { ...AUTH, ...plainPhoto.headers }, payload: plainPhoto.payload })
       expect(ok.statusCode).toBe(200)
       expect(hurried.app.contentCredentialsVerifier.threads).toBeLessThanOrEqual(1)
+      const metrics = (await hurried.app.inject({ method: 'GET', url: '/metrics' })).body
+      expect(metrics).toContain('c2pa_validations_total{outcome="timeout"} 1')
     } finally {
       await hurried.close()
     }

@@ -66,6 +66,8 @@ const MEDIA_TYPES: Readonly<Record<string, string>> = {
 export class ContentCredentialsVerifier {
   readonly #pool: Piscina<VerifyTask, VerifyResult>
   readonly #timeoutMs: number
+  /** Files validated since the pool started, by outcome (for /metrics). */
+  readonly outcomes = { report: 0, absent: 0, unreadable: 0, timeout: 0, busy: 0 }
 
   private constructor (pool: Piscina<VerifyTask, VerifyResult>, timeoutMs: number) {
     this.#pool = pool
@@ -105,23 +107,33 @@ export class ContentCredentialsVerifier {
     return this.#pool.threads.length
   }
 
+  /** Files waiting for a thread. */
+  get queueSize (): number {
+    return this.#pool.queueSize
+  }
+
   async close (): Promise<void> {
     await this.#pool.close({ force: true })
   }
 
   async #run (task: VerifyTask): Promise<VerifyResult> {
     if (this.#pool.queueSize >= MAX_QUEUE) {
+      this.outcomes.busy++
       throw withHeaders(new ExtractorBusyError(), { 'retry-after': RETRY_AFTER_SECONDS })
     }
+    let result: VerifyResult
     try {
-      return await this.#pool.run(task, { signal: AbortSignal.timeout(this.#timeoutMs) })
+      result = await this.#pool.run(task, { signal: AbortSignal.timeout(this.#timeoutMs) })
     } catch (error) {
       if ((error as Error).name === 'AbortError') {
+        this.outcomes.timeout++
         throw withHeaders(Object.assign(new ExtractionTimeoutError(), { cause: error }), { 'retry-after': RETRY_AFTER_SECONDS })
       }
       // The thread died under the file (out of memory, a crash in the validator): the manifest cannot be read.
-      return { kind: 'unreadable', reason: (error as Error).message }
+      result = { kind: 'unreadable', reason: (error as Error).message }
     }
+    this.outcomes[result.kind]++
+    return result
   }
 }
 
