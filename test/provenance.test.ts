@@ -184,6 +184,29 @@ describe('Content Credentials', () => {
     expect(Number(/^c2pa_validations_total\{outcome="report"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0)
   })
 
+  it('is reported, invalid, when the manifest itself cannot be read', async () => {
+    const signed = await pki.sign(await cameraJpeg(), { signer: pki.signer, actions: [{ action: 'c2pa.created' }] })
+    // Twenty bytes of the claim's CBOR overwritten: the manifest store is still there, its claim no longer decodes.
+    const broken = Buffer.from(signed)
+    const claim = broken.indexOf('c2pa.claim')
+    broken.fill(0xff, claim + 40, claim + 60)
+    const { status, body } = await describeFile(trusting, broken)
+    expect(status).toBe(200)
+    expect(body.provenance.content_credentials).toEqual({
+      claim_generator: null,
+      title: null,
+      actions: [],
+      digital_source_types: [],
+      ai_generated: false,
+      ingredients: 0,
+      signer: null,
+      signed_at: null,
+      integrity: 'invalid',
+      trusted: false,
+      validation_codes: ['general.error']
+    })
+  })
+
   it.each([
     ['trainedAlgorithmicMedia', TRAINED_ALGORITHMIC_MEDIA, true],
     ['compositeWithTrainedAlgorithmicMedia', COMPOSITE_WITH_TRAINED_ALGORITHMIC_MEDIA, true],
