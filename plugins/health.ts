@@ -29,7 +29,7 @@ export default async function health (fastify: FastifyInstance): Promise<void> {
     schema: {
       ...common,
       operationId: 'getReadiness',
-      summary: 'The service can take traffic: the ExifTool pool answers, and Redis when the service uses it',
+      summary: 'The service can take traffic: the ExifTool pool answers, Redis when the service uses it, and the process is not overloaded',
       response: { ...common.response, 503: notReady }
     }
   }, async (request) => {
@@ -37,8 +37,9 @@ export default async function health (fastify: FastifyInstance): Promise<void> {
       fastify.metadataExtractor.isReady(READY_TIMEOUT_MS),
       fastify.hasDecorator('redis') ? answers(fastify.redis.ping(), READY_TIMEOUT_MS) : true
     ])
-    if (!exiftool || !redis) {
-      request.log = request.log.child({ exiftool, redis })
+    const overloaded = fastify.isUnderPressure()
+    if (!exiftool || !redis || overloaded) {
+      request.log = request.log.child({ exiftool, redis, overloaded })
       throw withHeaders(new NotReadyError(), { 'retry-after': '5' })
     }
     return { status: 'ready' as const }

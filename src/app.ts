@@ -62,6 +62,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
 
   await app.register(requestId)
   await app.register(errorEnvelope)
+  await app.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs, apiPrefix: '/v1/' })
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(docs, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(exiftoolPool, config.exiftool)
@@ -82,7 +83,6 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   })
   await app.register(health)
   await app.register(async function v1 (api) {
-    await api.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs })
     await api.register(auth, { apiKeys: config.apiKeys })
     await api.register(rateLimits, { keyPrefix: chat.redisKeyPrefix })
     await api.register(metadataRoutes, {

@@ -74,16 +74,23 @@ describe('with the event loop saturated', () => {
     while (performance.now() < end) { /* busy, as a saturated process is */ }
   }
 
-  it('answers the API with 503 OVERLOADED and Retry-After, keeps the probes answering, and recovers', async () => {
+  it('answers the API with 503 OVERLOADED and Retry-After, says it is not ready, keeps the probes answering, and recovers', async () => {
     expect((await t.app.inject({ method: 'POST', url: '/v1/chat/send', headers: AUTH, payload: { message: 'hi', user_id: 'u' } })).statusCode).toBe(200)
     let overloaded: LightMyRequestResponse | undefined
+    let ready: LightMyRequestResponse | undefined
     await until(async () => {
       blockEventLoop(300)
       await new Promise((resolve) => setTimeout(resolve, 5))
       const answer = await t.app.inject({ method: 'POST', url: '/v1/chat/send', headers: AUTH, payload: { message: 'hi', user_id: 'u' } })
-      if (answer.statusCode === 503) overloaded = answer
-      return overloaded !== undefined
+      if (answer.statusCode !== 503) return false
+      overloaded = answer
+      // Within the same sample, readiness says so too, and the probes and metrics still answer.
+      ready = await t.app.inject({ method: 'GET', url: '/health/ready' })
+      return true
     }, 20, 0)
+    expect(ready!.statusCode).toBe(503)
+    expect(ready!.json()).toMatchObject({ code: 'NOT_READY' })
+    expect((await t.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200)
     expect(overloaded!.json()).toEqual({
       statusCode: 503,
       code: 'OVERLOADED',
@@ -93,5 +100,6 @@ describe('with the event loop saturated', () => {
     expect(overloaded!.headers['retry-after']).toBe('2')
     expect((await t.app.inject({ method: 'GET', url: '/health/live' })).statusCode).toBe(200)
     await until(async () => (await t.app.inject({ method: 'POST', url: '/v1/chat/send', headers: AUTH, payload: { message: 'hi', user_id: 'u' } })).statusCode === 200, 100, 50)
+    expect((await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(200)
   })
 })
