@@ -1,7 +1,7 @@
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { UnauthorizedError, withHeaders } from '../src/errors.ts'
+import { UnauthorizedError } from '../src/errors.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,7 +31,7 @@ async function auth (fastify: FastifyInstance, options: AuthOptions): Promise<vo
   fastify.addHook('onRequest', function (request, reply, done) {
     fastify.verifyBearerAuth!(request, reply, (error) => {
       if (error !== undefined) {
-        done(withHeaders(new UnauthorizedError(), { 'www-authenticate': 'Bearer' }))
+        done(new UnauthorizedError())
         return
       }
       // Verified above, so the header is `<scheme> <key>`; conversations belong to the key.

@@ -3,13 +3,10 @@ import type { FastifyError, FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { commonErrors, errorResponse } from '../schemas/error.ts'
-import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams } from '../schemas/chat.ts'
+import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams, TranscriptQuery } from '../schemas/chat.ts'
 import { ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
 import { perMinute } from './rate-limit.ts'
-import { ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError, withHeaders } from '../src/errors.ts'
-
-/** Seconds a client waits before retrying while Redis does not answer (it reconnects within two). */
-const STORE_RETRY_AFTER_SECONDS = '2'
+import { ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError, withCause } from '../src/errors.ts'
 
 export interface ChatRoutesOptions {
   /** Requests per minute per API key on each chat route; 0: no limit. */
@@ -79,16 +76,19 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
       operationId: 'getChatTranscript',
       tags: ['chat'],
       summary: 'The transcript of a conversation, for the person who takes it over',
+      description: 'Only for the API key and `user_id` that started the conversation: any other pair gets the same 404 ' +
+        'as a conversation that does not exist, so one customer\'s transcript is never read under another\'s id.',
       params: ConversationParams,
+      querystring: TranscriptQuery,
       response: {
         200: Type.Ref(ChatTranscript, { description: 'The transcript, oldest turn first' }),
-        400: errorResponse('Bad Request (VALIDATION_ERROR): the conversation id is empty or longer than 128 characters'),
-        404: errorResponse('Not Found (CONVERSATION_NOT_FOUND): the conversation is unknown, has expired, or was started with another API key'),
+        400: errorResponse('Bad Request (VALIDATION_ERROR): no user_id, or a conversation id or user_id that is empty or longer than 128 characters'),
+        404: errorResponse('Not Found (CONVERSATION_NOT_FOUND): the conversation is unknown, has expired, or was started with another API key or user_id'),
         ...commonErrors
       }
     }
   }, async (request) => {
-    const conversation = await chat.transcript(request.params.conversation_id, request.apiKey)
+    const conversation = await chat.transcript(request.params.conversation_id, request.apiKey, request.query.user_id)
     return {
       conversation_id: conversation.id,
       user_id: conversation.userId,
@@ -104,7 +104,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
 function toWireError (error: FastifyError): Error {
   if (error instanceof ConversationNotFound) return new ConversationNotFoundError()
   if (error instanceof ConversationStoreUnavailable) {
-    return withHeaders(Object.assign(new ConversationStoreUnavailableError(), { cause: error }), { 'retry-after': STORE_RETRY_AFTER_SECONDS })
+    return withCause(new ConversationStoreUnavailableError(), error)
   }
   return clearerValidationError(error)
 }

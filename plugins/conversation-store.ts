@@ -19,6 +19,8 @@ export interface ConversationStoreOptions {
   ttlMs: number
   /** In-memory store only: conversations kept before the least recently used is dropped. */
   maxConversations: number
+  /** In-memory store only: their total size (JSON characters) before the least recently used is dropped. */
+  maxBytes: number
 }
 
 /** The conversation store as an app resource; a Redis connection is opened with the app and closed with it. */

@@ -1,57 +1,77 @@
 import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import {
+  BadRequestError,
   BodyTooLargeError,
+  HeadersTooLargeError,
   InternalError,
   InvalidJsonError,
+  RequestTimeoutError,
   RouteNotFoundError,
+  ServiceError,
   UnsupportedContentTypeError,
   ValidationError,
-  type ErrorWithDetails,
-  type ErrorWithHeaders
+  type ErrorCode
 } from '../src/errors.ts'
 
-type ServiceError = FastifyError & ErrorWithHeaders & ErrorWithDetails
+/** The one table from the service's codes to HTTP: each code's status, and the headers that go with it. */
+const STATUS: Record<ErrorCode, number> = {
+  NO_IMAGE: 400,
+  INVALID_DATA_URI: 400,
+  INVALID_BASE64: 400,
+  NOT_AN_IMAGE_MEDIA_TYPE: 400,
+  TOO_MANY_FILES: 400,
+  TOO_MANY_FIELDS: 400,
+  MALFORMED_MULTIPART: 400,
+  INVALID_JSON: 400,
+  FORBIDDEN_KEY: 400,
+  VALIDATION_ERROR: 400,
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  ROUTE_NOT_FOUND: 404,
+  CONVERSATION_NOT_FOUND: 404,
+  REQUEST_TIMEOUT: 408,
+  IMAGE_TOO_LARGE: 413,
+  BODY_TOO_LARGE: 413,
+  FIELD_TOO_LARGE: 413,
+  UNSUPPORTED_CONTENT_TYPE: 415,
+  UNSUPPORTED_IMAGE_FORMAT: 415,
+  IMAGE_TOO_COMPLEX: 415,
+  IMAGE_LACKS_METADATA: 422,
+  RATE_LIMITED: 429,
+  HEADERS_TOO_LARGE: 431,
+  INTERNAL_ERROR: 500,
+  EXTRACTOR_BUSY: 503,
+  EXTRACTOR_UNAVAILABLE: 503,
+  EXTRACTION_TIMEOUT: 503,
+  CONVERSATION_STORE_UNAVAILABLE: 503,
+  OVERLOADED: 503,
+  NOT_READY: 503
+}
 
 /**
- * The one error envelope, `{statusCode, code, error, message}`, for every error the service returns: our own errors
- * as they are, Fastify's translated to the service's codes, anything unexpected as a bare 500 whose details stay in
- * the log.
+ * Headers each code brings. Every 503 says when to come back (the OpenAPI document promises it): the ExifTool pool
+ * frees up within a second, Redis reconnects within two, a process that is not ready needs longer. A 429 and the
+ * overload refusal carry the Retry-After their plugins computed.
  */
-async function errorEnvelope (fastify: FastifyInstance): Promise<void> {
-  fastify.setErrorHandler(function (error: ServiceError, request, reply) {
-    const known = toServiceError(error, request)
-    const statusCode = known.statusCode ?? 500
-    // A failure of ours gets its stack logged; the request's own line (plugins/request-log.ts) carries the code.
-    if (statusCode >= 500) request.log.error({ err: error }, 'request failed')
-    sendError(reply, known)
-  })
-
-  fastify.setNotFoundHandler(function (request, reply) {
-    // originalUrl: the path as the client sent it, before the /api alias is rewritten.
-    sendError(reply, new RouteNotFoundError(request.method, request.originalUrl.split('?')[0]))
-  })
+const HEADERS: Partial<Record<ErrorCode, Record<string, string>>> = {
+  UNAUTHORIZED: { 'www-authenticate': 'Bearer' },
+  EXTRACTOR_BUSY: { 'retry-after': '1' },
+  EXTRACTOR_UNAVAILABLE: { 'retry-after': '1' },
+  EXTRACTION_TIMEOUT: { 'retry-after': '1' },
+  CONVERSATION_STORE_UNAVAILABLE: { 'retry-after': '2' },
+  OVERLOADED: { 'retry-after': '2' },
+  NOT_READY: { 'retry-after': '5' }
 }
 
-/** Every 503 tells the client when to come back, as the OpenAPI document promises; this when its cause does not. */
-const DEFAULT_RETRY_AFTER_SECONDS = '5'
-
-function sendError (reply: FastifyReply, error: ServiceError): void {
-  const statusCode = error.statusCode ?? 500
-  reply.request.log = reply.request.log.child({ code: error.code })
-  if (error.headers !== undefined) reply.headers(error.headers)
-  if (statusCode === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', DEFAULT_RETRY_AFTER_SECONDS)
-  reply.code(statusCode).send({
-    ...error.details,
-    statusCode,
-    code: error.code,
-    error: STATUS_CODES[statusCode] ?? 'Error',
-    message: error.message
-  })
+export function statusOf (code: ErrorCode): number {
+  return STATUS[code]
 }
 
-function toServiceError (error: ServiceError, request: FastifyRequest): ServiceError {
+/** Fastify's own failures, by its codes, as the service's: the client never sees a framework code or its echo. */
+function fromFastify (error: FastifyError, request: FastifyRequest): ServiceError | undefined {
   if (error.validation !== undefined) return new ValidationError(error.message)
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -61,18 +81,91 @@ function toServiceError (error: ServiceError, request: FastifyRequest): ServiceE
       return new BodyTooLargeError(request.routeOptions.bodyLimit ?? 0)
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new UnsupportedContentTypeError(acceptedContentTypes(request).join(', '))
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new BadRequestError('The body does not match its Content-Length')
   }
-  return isClientFacing(error) ? error : new InternalError()
+  return undefined
 }
 
 /**
- * A coded 4xx says what the client did wrong, a coded 503 that it should retry: both are meant to be read. Any
- * other failure is ours, and its text (paths, ExifTool output, stack) stays in the log.
+ * The one error envelope, `{statusCode, code, error, message}`, for every error the service returns: our own errors
+ * with their table's status and headers, Fastify's translated to the service's codes, anything unexpected as a
+ * bare 500 whose details stay in the log.
  */
-function isClientFacing (error: ServiceError): boolean {
-  const status = error.statusCode
-  if (typeof status !== 'number' || typeof error.code !== 'string') return false
-  return (status >= 400 && status < 500) || status === 503
+async function errorEnvelope (fastify: FastifyInstance): Promise<void> {
+  fastify.setErrorHandler(function (error: FastifyError, request, reply) {
+    const known = error instanceof ServiceError ? error : fromFastify(error, request)
+    if (known === undefined && isClientFault(error)) {
+      // A 4xx from a plugin whose code the table does not know yet: still the client's fault, said plainly, and
+      // logged so that it can be given a code of its own.
+      request.log.warn({ fastifyCode: error.code }, 'unmapped client error')
+      sendError(reply, new BadRequestError('The request could not be processed'))
+      return
+    }
+    if (known === undefined) {
+      // A failure of ours: its stack is logged; the request's own line (plugins/request-log.ts) carries the code.
+      request.log.error({ err: error }, 'request failed')
+      sendError(reply, new InternalError())
+      return
+    }
+    sendError(reply, known)
+  })
+
+  fastify.setNotFoundHandler(function (request, reply) {
+    // originalUrl: the path as the client sent it, before the /api alias is rewritten; never its query string.
+    sendError(reply, new RouteNotFoundError(request.method, request.originalUrl.split('?')[0]!.slice(0, 256)))
+  })
+}
+
+function sendError (reply: FastifyReply, error: ServiceError): void {
+  const statusCode = STATUS[error.code]
+  reply.request.log = reply.request.log.child({ code: error.code })
+  const headers = HEADERS[error.code]
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!reply.hasHeader(name)) reply.header(name, value)
+  }
+  reply.code(statusCode).send(envelope(error))
+}
+
+function envelope (error: ServiceError): Record<string, unknown> {
+  const statusCode = STATUS[error.code]
+  return { ...error.details, statusCode, code: error.code, error: STATUS_CODES[statusCode] ?? 'Error', message: error.message }
+}
+
+/**
+ * The router's own refusals (Fastify's `frameworkErrors`), before any route runs: a path that does not decode, or a
+ * parameter over `maxParamLength`. Neither echoes the path back.
+ */
+export function answerFrameworkError (error: FastifyError, reply: FastifyReply, maxParamLength: number): void {
+  sendError(reply, error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+    ? new ValidationError(`A path parameter is longer than ${maxParamLength} characters`)
+    : new BadRequestError('The request path is not a valid URL path'))
+}
+
+/**
+ * What a connection gets when Node's HTTP parser refuses its request before Fastify sees one (bad chunking, a
+ * garbage request line, a NUL in a header, headers over the limit) or the request does not arrive in time: the same
+ * envelope, written straight to the socket, which is then closed. Fastify's `clientErrorHandler`.
+ */
+export function answerClientError (error: NodeJS.ErrnoException, socket: Socket, requestTimeoutMs: number): void {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const known = error.code === 'HPE_HEADER_OVERFLOW'
+    ? new HeadersTooLargeError()
+    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new RequestTimeoutError(Math.round(requestTimeoutMs / 1000))
+      : new BadRequestError('The request is not valid HTTP/1.1')
+  const body = JSON.stringify(envelope(known))
+  socket.end(`HTTP/1.1 ${STATUS[known.code]} ${STATUS_CODES[STATUS[known.code]]}\r\n` +
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' + body)
+}
+
+function isClientFault (error: FastifyError): boolean {
+  return typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500
 }
 
 /** The media types a route's body schema declares (its OpenAPI request bodies), JSON when it declares none. */

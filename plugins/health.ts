@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { HealthStatus } from '../schemas/health.ts'
 import { notReady } from '../schemas/error.ts'
-import { NotReadyError, withHeaders } from '../src/errors.ts'
+import { NotReadyError } from '../src/errors.ts'
 
 /** How long the readiness probe waits for an ExifTool child, or Redis, to answer. */
 const READY_TIMEOUT_MS = 2000
@@ -40,7 +40,7 @@ export default async function health (fastify: FastifyInstance): Promise<void> {
     const overloaded = fastify.isUnderPressure()
     if (!exiftool || !redis || overloaded) {
       request.log = request.log.child({ exiftool, redis, overloaded })
-      throw withHeaders(new NotReadyError(), { 'retry-after': '5' })
+      throw new NotReadyError()
     }
     return { status: 'ready' as const }
   })

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto'
-import { writeFile } from 'node:fs/promises'
+import { AjvCompiler } from '@fastify/ajv-compiler'
+import type { Ajv } from 'ajv'
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
@@ -12,15 +12,13 @@ import {
   MetadataMultipartBody,
   MetadataQuery
 } from '../schemas/metadata.ts'
-import { ImageTooLargeError, NoImageError, TooManyFilesError, UnsupportedImageFormatError } from '../src/errors.ts'
+import { ImageTooLargeError, NoImageError, TooManyFilesError } from '../src/errors.ts'
 import { decodeImageDataUri, maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
-import { describeImage, type StoredImage } from '../src/metadata/describe-image.ts'
-import { scratchExtension } from '../src/metadata/formats.ts'
-import { mayHoldManifestStore } from '../src/metadata/provenance/manifest-store-marker.ts'
-import { sniffImage, sniffImageFile } from '../src/metadata/sniff.ts'
-import { ScratchDirectory } from '../src/scratch-directory.ts'
-import multipartUploads, { IMAGE_FIELD, trackScratchFile } from './multipart.ts'
+import { describeImage, type ImageDescription } from '../src/metadata/describe.ts'
+import { receiveImage, type StoredImage } from '../src/metadata/intake.ts'
+import multipartUploads, { IMAGE_FIELD, multipartError } from './multipart.ts'
 import { perMinute } from './rate-limit.ts'
+import scratch from './scratch.ts'
 
 export interface MetadataRoutesOptions {
   /** Largest image in a JSON data URI. */
@@ -35,13 +33,20 @@ export interface MetadataRoutesOptions {
 /** POST /metadata: one image in, as a JSON data URI or a multipart `image` file; its metadata out. */
 export default async function metadataRoutes (fastify: FastifyInstance, options: MetadataRoutesOptions): Promise<void> {
   const { maxImageBytes, maxUploadBytes } = options
-  const scratch = await ScratchDirectory.create(options.tempRoot)
-  fastify.addHook('onClose', async () => { await scratch.destroy() })
-  await fastify.register(multipartUploads, { maxUploadBytes, scratch })
+  await fastify.register(scratch, { tempRoot: options.tempRoot })
+  await fastify.register(multipartUploads, { maxUploadBytes })
 
+  // Bodies as sent (`"image": ["data:…"]` is a 400, not coerced into a string), and string lengths read, not counted
+  // character by character over a 25 MiB data URI; `?full=true` is still read as the boolean it documents.
+  const externalSchemas = fastify.getSchemas() as Parameters<ReturnType<typeof AjvCompiler>>[0]
+  // OpenAPI's `format: binary` marks the multipart file; the multipart plugin enforces what it means.
+  const plugins = [(ajv: Ajv) => ajv.addFormat('binary', true)]
+  const strict = AjvCompiler()(externalSchemas, { customOptions: { coerceTypes: false, unicode: false }, plugins })
+  const coercing = AjvCompiler()(externalSchemas, { customOptions: {}, plugins })
+  fastify.setValidatorCompiler((route) => route.httpPart === 'body' ? strict(route) : coercing(route))
   // Errors particular to this operation get the operation's own codes; the envelope plugin then renders them.
-  fastify.setErrorHandler(function (error: FastifyError) {
-    throw toMetadataError(error, maxImageBytes, maxUploadBytes)
+  fastify.setErrorHandler(function (error: FastifyError, request) {
+    throw toMetadataError(multipartError(error, request), maxImageBytes, maxUploadBytes)
   })
 
   const formats = ImageFormats.join(', ')
@@ -99,42 +104,28 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
     }
   }, describe)
 
-  async function describe (request: FastifyRequest<{ Querystring: { full?: boolean } }>): ReturnType<typeof describeImage> {
-    // The scratch copy is tracked on the request and removed before the reply leaves (plugins/multipart.ts).
-    const image = request.isMultipart()
-      ? await storedUpload(request)
-      : await storeDataUri(request, (request.body as { image: string }).image)
+  async function describe (request: FastifyRequest<{ Querystring: { full?: boolean } }>): Promise<ImageDescription> {
+    const image = request.isMultipart() ? uploaded(request) : await received(request)
     const readers = { extractor: fastify.metadataExtractor, contentCredentials: fastify.contentCredentialsVerifier }
     return await describeImage(readers, image, { full: request.query.full === true })
   }
 
-  async function storeDataUri (request: FastifyRequest, uri: string): Promise<StoredImage> {
-    const bytes = decodeImageDataUri(uri, maxImageBytes)
-    const sniffed = sniffImage(bytes)
-    if (sniffed === undefined) throw new UnsupportedImageFormatError(ImageFormats.join(', '))
-    const path = scratch.newFilePath(scratchExtension(sniffed.format))
-    trackScratchFile(request, path)
-    await writeFile(path, bytes, { flag: 'wx', mode: 0o600 })
-    return {
-      path,
-      sizeBytes: bytes.length,
-      sha256: createHash('sha256').update(bytes).digest('hex'),
-      mayHoldManifest: mayHoldManifestStore(bytes),
-      sniffed
-    }
-  }
-
-  async function storedUpload (request: FastifyRequest): Promise<StoredImage> {
-    // Only a file part counts: a text field named `image` is no upload.
-    const upload = request.uploadedImage
-    if (upload === undefined) throw new NoImageError()
-    const sniffed = await sniffImageFile(upload.path, upload.sizeBytes)
-    if (sniffed === undefined) throw new UnsupportedImageFormatError(ImageFormats.join(', '))
-    return { ...upload, sniffed }
+  async function received (request: FastifyRequest): Promise<StoredImage> {
+    const { image } = request.body as MetadataJsonBody
+    return await receiveImage(decodeImageDataUri(image, maxImageBytes), {
+      scratchFile: (extension) => request.scratchFile(extension),
+      maxBytes: maxImageBytes
+    })
   }
 }
 
-function toMetadataError (error: FastifyError, maxImageBytes: number, maxUploadBytes: number): Error {
+/** The multipart `image` file, already received by the multipart plugin; only a file part counts. */
+function uploaded (request: FastifyRequest): StoredImage {
+  if (request.uploadedImage === undefined) throw new NoImageError()
+  return request.uploadedImage
+}
+
+function toMetadataError (error: Error & Partial<FastifyError>, maxImageBytes: number, maxUploadBytes: number): Error {
   if (error.validationContext === 'body' && error.validation?.some(isMissingImage)) return new NoImageError()
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

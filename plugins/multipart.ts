@@ -1,110 +1,131 @@
-import { createHash, type Hash } from 'node:crypto'
-import { createWriteStream } from 'node:fs'
-import { Transform } from 'node:stream'
-import { finished, pipeline } from 'node:stream/promises'
+import { finished } from 'node:stream/promises'
 import multipart, { type MultipartFile } from '@fastify/multipart'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ImageTooLargeError, TooManyFilesError } from '../src/errors.ts'
-import { ManifestStoreMarkerSearch } from '../src/metadata/provenance/manifest-store-marker.ts'
-import type { ScratchDirectory } from '../src/scratch-directory.ts'
-
-export interface UploadedImage {
-  path: string
-  sizeBytes: number
-  /** Hex SHA-256 of the bytes received, computed as they streamed to disk. */
-  sha256: string
-  /** Whether the bytes carry a C2PA manifest store's marker, looked for as they streamed. */
-  mayHoldManifest: boolean
-}
+import { FieldTooLargeError, ForbiddenKeyError, MalformedMultipartError, ServiceError, TooManyFieldsError, TooManyFilesError } from '../src/errors.ts'
+import { receiveImage, type StoredImage } from '../src/metadata/intake.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The multipart `image` file, already on disk in the scratch directory. */
-    uploadedImage: UploadedImage | undefined
-    /** Scratch files this request created: removed before its reply is sent, or when it ends without one. */
-    scratchFiles: string[] | undefined
+    /** The multipart `image` file, received whole and checked: on disk in the scratch directory. */
+    uploadedImage: StoredImage | undefined
     /** File parts seen so far in this multipart body, whatever their field. */
     multipartFileCount: number
+    /** The multipart body has been read whole (its parts parsed and attached to the body). */
+    multipartBodyRead: boolean
   }
 }
 
 export interface MultipartOptions {
   maxUploadBytes: number
-  scratch: ScratchDirectory
 }
 
 /** The multipart field that carries the image. */
 export const IMAGE_FIELD = 'image'
+/** Text fields besides the image: the route takes none, but clients add a few (a file name, a description). */
+export const MAX_TEXT_FIELDS = 16
+/** The longest text field; a longer one is refused (FIELD_TOO_LARGE), never silently cut. */
+export const MAX_FIELD_BYTES = 64 * 1024
 
 /**
- * multipart/form-data for the context it is registered in: the `image` file streams straight to a private scratch
- * file, never into memory, and the size limit is enforced while it streams. Fields are attached to the body so the
- * route's schema validates and documents both request variants.
+ * multipart/form-data for the context it is registered in: the `image` file part streams into the metadata intake
+ * (a scratch file, never memory); other file parts are read past. Text fields are attached to the body so that the
+ * route's schema validates and documents both request variants. Depends on the scratch plugin.
  */
 async function multipartUploads (fastify: FastifyInstance, options: MultipartOptions): Promise<void> {
-  const { scratch, maxUploadBytes } = options
   fastify.decorateRequest('uploadedImage', undefined)
-  fastify.decorateRequest('scratchFiles', undefined)
   fastify.decorateRequest('multipartFileCount', 0)
+  fastify.decorateRequest('multipartBodyRead', false)
+
+  // Before the parser sees the body: a boundary that is missing, empty or given twice leaves it nothing to parse by.
+  fastify.addHook('preValidation', async (request) => {
+    if (!request.isMultipart()) return
+    const problem = boundaryProblem(request.headers['content-type'] ?? '')
+    if (problem !== undefined) throw new MalformedMultipartError(problem)
+  })
 
   await fastify.register(multipart, {
     attachFieldsToBody: 'keyValues',
-    limits: { fileSize: maxUploadBytes, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 18, headerPairs: 100 },
+    limits: {
+      fileSize: options.maxUploadBytes,
+      files: 2,
+      fields: MAX_TEXT_FIELDS,
+      // One byte over the limit, so that a longer field is seen (below) rather than cut to fit.
+      fieldSize: MAX_FIELD_BYTES + 1,
+      parts: MAX_TEXT_FIELDS + 2,
+      headerPairs: 100
+    },
     async onFile (this: FastifyRequest, part: MultipartFile) {
       this.multipartFileCount += 1
       if (this.multipartFileCount > 1) throw new TooManyFilesError()
       if (part.fieldname !== IMAGE_FIELD) {
         // Not the image: read past it. Alone it means no image was sent; with the image, one file too many.
-        part.file.resume()
-        await finished(part.file)
+        await drain(part)
         return
       }
-      const path = scratch.newFilePath()
-      trackScratchFile(this, path)
-      const digest = createHash('sha256')
-      const marker = new ManifestStoreMarkerSearch()
       try {
-        await pipeline(part.file, observing(digest, marker), createWriteStream(path, { flags: 'wx', mode: 0o600 }))
+        // The stream is left open when the intake refuses the bytes: drained below, the client gets its answer.
+        const chunks = part.file.iterator({ destroyOnReturn: false })
+        this.uploadedImage = await receiveImage(chunks, { scratchFile: (extension) => this.scratchFile(extension), maxBytes: options.maxUploadBytes })
       } catch (error) {
-        // Removed here too: an upload aborted before the file was opened would otherwise create it after the
-        // abort hook had already cleaned up.
-        await scratch.removeFile(path)
-        throw (error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE' ? new ImageTooLargeError(maxUploadBytes) : error
+        if (!part.file.destroyed) await drain(part).catch(() => {})
+        // An empty file is no image: leaving `image` out of the body makes validation answer NO_IMAGE.
+        if ((error as { code?: string }).code === 'NO_IMAGE') return
+        throw error
       }
-      if (part.file.truncated) throw new ImageTooLargeError(maxUploadBytes)
-      const sizeBytes = part.file.bytesRead
-      // An empty file is no image: leaving `image` out of the body makes validation answer NO_IMAGE.
-      if (sizeBytes === 0) return
-      this.uploadedImage = { path, sizeBytes, sha256: digest.digest('hex'), mayHoldManifest: marker.found }
       ;(part as MultipartFile & { value: string }).value = part.filename || IMAGE_FIELD
     }
   })
 
-  // Each file once: taken off the list as it is removed, whichever hook gets there first.
-  const removeScratchFiles = async (request: FastifyRequest): Promise<void> => {
-    for (const path of request.scratchFiles?.splice(0) ?? []) await scratch.removeFile(path)
-  }
-  // Before the reply leaves (so a client never sees an answer while its upload still sits on disk), or when the
-  // client goes away before there is one.
-  fastify.addHook('onSend', async (request) => { await removeScratchFiles(request) })
-  fastify.addHook('onRequestAbort', removeScratchFiles)
-}
-
-/** Passes chunks through unchanged, hashing them and looking for a manifest store on the way: one pass, no copy. */
-function observing (digest: Hash, marker: ManifestStoreMarkerSearch): Transform {
-  return new Transform({
-    transform (chunk: Buffer, _encoding, callback) {
-      digest.update(chunk)
-      marker.update(chunk)
-      callback(null, chunk)
+  fastify.addHook('preValidation', async (request) => {
+    if (!request.isMultipart()) return
+    request.multipartBodyRead = true
+    const values = Object.values(request.body as Record<string, unknown> | undefined ?? {}).flat()
+    if (values.some((value) => typeof value === 'string' && Buffer.byteLength(value) > MAX_FIELD_BYTES)) {
+      throw new FieldTooLargeError(MAX_FIELD_BYTES)
     }
   })
 }
 
-export function trackScratchFile (request: FastifyRequest, path: string): void {
-  request.scratchFiles ??= []
-  request.scratchFiles.push(path)
+/**
+ * The multipart parser's failures in the service's words. Its own limits have codes; a body it cannot parse comes as
+ * a plain Error (busboy's), which while the body is being read can only mean that the body is malformed.
+ */
+export function multipartError (error: Error & { code?: string }, request: FastifyRequest): Error {
+  if (error instanceof ServiceError || !request.isMultipart()) return error
+  switch (error.code) {
+    case 'FST_FIELDS_LIMIT':
+    case 'FST_PARTS_LIMIT':
+      return new TooManyFieldsError(MAX_TEXT_FIELDS)
+    case 'FST_PROTO_VIOLATION':
+      return new ForbiddenKeyError('of a property every object has (such as "__proto__" or "constructor") for a multipart field')
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+      return new MalformedMultipartError('the body is not multipart/form-data')
+    case 'FST_MP_PREMATURE_CLOSE':
+      return new MalformedMultipartError('the request was closed before the body ended')
+  }
+  if (error.code !== undefined || request.multipartBodyRead) return error
+  if (/boundary not found/i.test(error.message)) return new MalformedMultipartError('the Content-Type names no boundary')
+  if (/unexpected end|terminated early/i.test(error.message)) {
+    return new MalformedMultipartError('the body ended before its closing boundary, or its parts do not match the boundary (lines must end with CRLF)')
+  }
+  return new MalformedMultipartError('the body is not valid multipart/form-data')
 }
 
-export default fp(multipartUploads, { name: 'multipart-uploads', fastify: '5.x' })
+/** What is wrong with a multipart Content-Type's boundary parameter, if anything (RFC 2046 §5.1.1). */
+function boundaryProblem (contentType: string): string | undefined {
+  const boundaries = contentType.split(';').slice(1).map((parameter) => parameter.trim())
+    .filter((parameter) => parameter.toLowerCase().startsWith('boundary='))
+  if (boundaries.length === 0) return 'the Content-Type names no boundary'
+  if (boundaries.length > 1) return 'the Content-Type names more than one boundary'
+  const value = boundaries[0]!.slice('boundary='.length).replace(/^"(.*)"$/, '$1')
+  if (value.length === 0 || value.length > 70) return 'the boundary must be 1 to 70 characters long'
+  return undefined
+}
+
+async function drain (part: MultipartFile): Promise<void> {
+  part.file.resume()
+  await finished(part.file)
+}
+
+export default fp(multipartUploads, { name: 'multipart-uploads', fastify: '5.x', dependencies: ['scratch'] })

@@ -24,12 +24,16 @@ export const ChatContext = Type.Object({
 })
 export type ChatContext = Static<typeof ChatContext>
 
+const VISIBLE_CHARACTER = '[^\\s\\p{Cf}\\p{Cc}\\p{Cs}\\p{Co}\\p{Cn}\\p{Mn}\\p{Me}\\u2800\\u3164\\u115F\\u1160\\uFFA0]'
+
 export const ChatRequest = Type.Object({
   message: Type.String({
     minLength: 1,
     maxLength: 4000,
-    pattern: '\\S',
-    description: 'What the customer wrote (not only whitespace)',
+    // At least one visible character: whitespace, zero-width and other format characters, controls, lone combining
+    // marks and the blank-looking letters (Hangul fillers, the braille blank) do not count. One class: linear time.
+    pattern: VISIBLE_CHARACTER,
+    description: 'What the customer wrote (not only whitespace or invisible characters)',
     examples: ['Where is my order?']
   }),
   user_id: Type.String({ minLength: 1, maxLength: 128, description: 'The customer, as the caller identifies them', examples: ['customer-8812'] }),
@@ -79,4 +83,13 @@ export type ChatTranscript = Static<typeof ChatTranscript>
 
 export const ConversationParams = Type.Object({
   conversation_id: Type.String({ minLength: 1, maxLength: 128 })
+})
+
+export const TranscriptQuery = Type.Object({
+  user_id: Type.String({
+    minLength: 1,
+    maxLength: 128,
+    description: 'The customer the conversation belongs to (the `user_id` it was started with)',
+    examples: ['customer-8812']
+  })
 })

@@ -5,15 +5,17 @@ import chatAssistant from '../plugins/chat-assistant.ts'
 import chatRoutes from '../plugins/chat.ts'
 import conversationStore from '../plugins/conversation-store.ts'
 import docs from '../plugins/docs.ts'
-import errorEnvelope from '../plugins/error-envelope.ts'
+import errorEnvelope, { answerClientError, answerFrameworkError } from '../plugins/error-envelope.ts'
 import contentCredentials from '../plugins/content-credentials.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
+import jsonBody from '../plugins/json-body.ts'
 import metadataRoutes from '../plugins/metadata.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
 import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
+import securityHeaders from '../plugins/security-headers.ts'
 import requestId, { RequestLog, requestIdOf } from '../plugins/request-log.ts'
 
 export interface BuildOptions {
@@ -27,6 +29,9 @@ const REDACTED = ['req.headers.authorization', 'headers.authorization', 'request
 /** The `/api` prefix some clients use is an alias of the canonical routes (and stays out of the OpenAPI document). */
 const API_ALIAS_PREFIX = '/api/v1/'
 
+/** The longest path parameter: a conversation id's maximum length. */
+const MAX_PARAM_LENGTH = 128
+
 function trustHops (hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops
 }
@@ -37,8 +42,16 @@ function trustHops (hops: number): (address: string, hop: number) => boolean {
  * Fails with a DomainPackError when the domain pack is invalid.
  */
 export async function buildApp (config: AppConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
-  const { chat } = config
+  const { chat, connections } = config
   const app = Fastify({
+    requestTimeout: connections.requestTimeoutMs,
+    keepAliveTimeout: connections.keepAliveTimeoutMs,
+    // Node checks the request and header timeouts this often (30 s by default, which would double them).
+    http: { connectionsCheckingInterval: 1000, headersTimeout: connections.headersTimeoutMs },
+    // Route parameters up to the longest the schemas allow (a conversation id is at most 128 characters).
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: (error, _request, reply) => { answerFrameworkError(error, reply, MAX_PARAM_LENGTH) },
+    clientErrorHandler: (error, socket) => { answerClientError(error, socket, connections.requestTimeoutMs) },
     // A number of hops becomes the function Fastify's types ask for (proxy-addr reads it the same way).
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     genReqId: requestIdOf,
@@ -59,10 +72,13 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   })
   // Only the media types the routes declare are parsed; anything else is a 415.
   app.removeContentTypeParser('text/plain')
+  if (connections.maxConnections > 0) app.server.maxConnections = connections.maxConnections
 
   await app.register(requestId)
   await app.register(errorEnvelope)
   await app.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs, apiPrefix: '/v1/' })
+  await app.register(jsonBody)
+  await app.register(securityHeaders)
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(docs, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(exiftoolPool, config.exiftool)
@@ -73,7 +89,8 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     redisKeyPrefix: chat.redisKeyPrefix,
     redisTimeoutMs: chat.redisTimeoutMs,
     ttlMs: chat.conversationTtlMs,
-    maxConversations: chat.maxConversations
+    maxConversations: chat.maxConversations,
+    maxBytes: chat.maxConversationBytes
   })
   await app.register(chatAssistant, {
     ...(chat.domainPack === undefined ? {} : { domainPack: chat.domainPack }),

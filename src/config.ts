@@ -34,6 +34,7 @@ const EnvSchema = Type.Object({
   REDIS_KEY_PREFIX: Type.String({ default: 'chat-metadata-api:' }),
   CONVERSATION_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 31_536_000, default: 86_400 }),
   CONVERSATION_MAX: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000 }),
+  CONVERSATION_MAX_BYTES: Type.Integer({ minimum: 65_536, maximum: 64 * 1024 * 1024 * 1024, default: 134_217_728 }),
   CONVERSATION_HISTORY: Type.Integer({ minimum: 2, maximum: 1000, default: 50 }),
   TRUST_PROXY: Type.String({ default: 'false' }),
   RATE_LIMIT_CHAT_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 600 }),
@@ -41,6 +42,10 @@ const EnvSchema = Type.Object({
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
   REDIS_TIMEOUT_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 3_600_000, default: 30_000 }),
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 10_000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 72_000 }),
+  MAX_CONNECTIONS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 1024 }),
   PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/]+(/[^\\s]*)?$' }))
 })
 type Env = Static<typeof EnvSchema>
@@ -70,6 +75,8 @@ export interface ChatConfig {
   conversationTtlMs: number
   /** In-memory store: conversations kept (least recently used dropped first). */
   maxConversations: number
+  /** In-memory store: their total size, as the length of their JSON (least recently used dropped first). */
+  maxConversationBytes: number
   /** Turns kept per conversation. */
   historyLimit: number
 }
@@ -79,6 +86,18 @@ export interface ChatConfig {
  * CIDR ranges (Fastify's `trustProxy`).
  */
 export type TrustProxy = boolean | number | string[]
+
+/** How long connections may take, and how many there may be (slow clients must not hold the server). */
+export interface ConnectionLimits {
+  /** A request (headers and body) must arrive whole within this; else 408 and the connection is closed. */
+  requestTimeoutMs: number
+  /** The headers must arrive within this (a connection that sends nothing is closed after it too). */
+  headersTimeoutMs: number
+  /** An idle keep-alive connection is closed after this; above the gateway's own upstream keep-alive. */
+  keepAliveTimeoutMs: number
+  /** Connections beyond this are closed at once; 0: no cap. */
+  maxConnections: number
+}
 
 /** Requests per minute per API key; 0: no limit. */
 export interface RateLimits {
@@ -94,6 +113,7 @@ export interface AppConfig {
   rateLimits: RateLimits
   /** Over this mean event-loop delay the API answers 503 with Retry-After; 0: never. */
   maxEventLoopDelayMs: number
+  connections: ConnectionLimits
   /** Where clients reach the API (the gateway's URL), for the OpenAPI document's `servers`. */
   publicUrl?: string
   /** Largest image sent as a JSON data URI. */
@@ -157,6 +177,12 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     trustProxy,
     rateLimits: { chatPerMinute: env.RATE_LIMIT_CHAT_PER_MIN, metadataPerMinute: env.RATE_LIMIT_METADATA_PER_MIN },
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
+    connections: {
+      requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+      headersTimeoutMs: Math.min(env.HEADERS_TIMEOUT_MS, env.REQUEST_TIMEOUT_MS),
+      keepAliveTimeoutMs: env.KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: env.MAX_CONNECTIONS
+    },
     ...(env.PUBLIC_URL === undefined ? {} : { publicUrl: env.PUBLIC_URL.replace(/\/+$/, '') }),
     maxImageBytes: env.MAX_IMAGE_BYTES,
     maxUploadBytes: env.MAX_UPLOAD_BYTES,
@@ -181,6 +207,7 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
       redisKeyPrefix: env.REDIS_KEY_PREFIX,
       conversationTtlMs: env.CONVERSATION_TTL_SECONDS * 1000,
       maxConversations: env.CONVERSATION_MAX,
+      maxConversationBytes: env.CONVERSATION_MAX_BYTES,
       historyLimit: env.CONVERSATION_HISTORY
     },
     ...(generatedDevKey === undefined ? {} : { generatedDevKey })

@@ -1,95 +1,104 @@
-import createError from '@fastify/error'
+import { format } from 'node:util'
 
 /**
- * Every error the service returns on purpose, in one place: its stable `code`, the text people read and the
- * HTTP status. The error-envelope plugin turns any of these into `{statusCode, code, error, message}`.
+ * Every failure the service reports on purpose, in one place: its stable `code` and the text people read. The
+ * domain throws these; which HTTP status and headers each code gets is the wire's business, decided in one table
+ * (plugins/error-envelope.ts).
  */
-export const NoImageError = createError('NO_IMAGE', 'No image provided', 400)
-export const InvalidDataUriError = createError(
-  'INVALID_DATA_URI',
-  'The image must be a data URI of the form data:image/<subtype>;base64,<data>',
-  400
-)
-export const InvalidBase64Error = createError('INVALID_BASE64', 'The data URI does not contain valid base64 data', 400)
-export const NotAnImageMediaTypeError = createError(
-  'NOT_AN_IMAGE_MEDIA_TYPE',
-  'The data URI declares the media type %s; only image/* media types are accepted',
-  400
-)
-export const TooManyFilesError = createError(
-  'TOO_MANY_FILES',
-  'Send exactly one file, in the multipart field "image"',
-  400
-)
-export const InvalidJsonError = createError('INVALID_JSON', 'The request body is not valid JSON', 400)
-export const ValidationError = createError('VALIDATION_ERROR', '%s', 400)
-export const UnauthorizedError = createError('UNAUTHORIZED', 'Unauthorized', 401)
-export const RouteNotFoundError = createError('ROUTE_NOT_FOUND', 'Route %s:%s not found', 404)
-export const ImageTooLargeError = createError(
-  'IMAGE_TOO_LARGE',
-  'The image is larger than the limit of %d bytes',
-  413
-)
-export const BodyTooLargeError = createError('BODY_TOO_LARGE', 'The request body is larger than the limit of %d bytes', 413)
-export const UnsupportedContentTypeError = createError(
-  'UNSUPPORTED_CONTENT_TYPE',
-  'Content-Type must be one of: %s',
-  415
-)
-export const UnsupportedImageFormatError = createError(
-  'UNSUPPORTED_IMAGE_FORMAT',
-  'The file is not an image in a supported format (%s)',
-  415
-)
-export const ImageLacksMetadataError = createError('IMAGE_LACKS_METADATA', 'Image lacks metadata', 422)
-export const ExtractorBusyError = createError(
-  'EXTRACTOR_BUSY',
-  'Metadata extraction is at capacity; retry shortly',
-  503
-)
-export const ExtractorUnavailableError = createError(
-  'EXTRACTOR_UNAVAILABLE',
-  'Metadata extraction is unavailable; retry shortly',
-  503
-)
-export const ExtractionTimeoutError = createError(
-  'EXTRACTION_TIMEOUT',
-  'Metadata extraction did not finish in time; retry shortly',
-  503
-)
-export const ConversationNotFoundError = createError('CONVERSATION_NOT_FOUND', 'Conversation not found', 404)
-export const ConversationStoreUnavailableError = createError(
-  'CONVERSATION_STORE_UNAVAILABLE',
-  'Conversations are unavailable; retry shortly',
-  503
-)
-export const RateLimitedError = createError(
-  'RATE_LIMITED',
-  'Too many requests with this API key; retry after the Retry-After delay',
-  429
-)
-export const OverloadedError = createError(
-  'OVERLOADED',
-  'The service is overloaded; retry after the Retry-After delay',
-  503
-)
-export const NotReadyError = createError('NOT_READY', 'The service is not ready', 503)
-export const InternalError = createError('INTERNAL_ERROR', 'Internal Server Error', 500)
+export type ErrorCode =
+  | 'NO_IMAGE'
+  | 'INVALID_DATA_URI'
+  | 'INVALID_BASE64'
+  | 'NOT_AN_IMAGE_MEDIA_TYPE'
+  | 'TOO_MANY_FILES'
+  | 'TOO_MANY_FIELDS'
+  | 'MALFORMED_MULTIPART'
+  | 'INVALID_JSON'
+  | 'FORBIDDEN_KEY'
+  | 'VALIDATION_ERROR'
+  | 'BAD_REQUEST'
+  | 'UNAUTHORIZED'
+  | 'ROUTE_NOT_FOUND'
+  | 'CONVERSATION_NOT_FOUND'
+  | 'REQUEST_TIMEOUT'
+  | 'IMAGE_TOO_LARGE'
+  | 'BODY_TOO_LARGE'
+  | 'FIELD_TOO_LARGE'
+  | 'UNSUPPORTED_CONTENT_TYPE'
+  | 'UNSUPPORTED_IMAGE_FORMAT'
+  | 'IMAGE_TOO_COMPLEX'
+  | 'IMAGE_LACKS_METADATA'
+  | 'RATE_LIMITED'
+  | 'HEADERS_TOO_LARGE'
+  | 'INTERNAL_ERROR'
+  | 'EXTRACTOR_BUSY'
+  | 'EXTRACTOR_UNAVAILABLE'
+  | 'EXTRACTION_TIMEOUT'
+  | 'CONVERSATION_STORE_UNAVAILABLE'
+  | 'OVERLOADED'
+  | 'NOT_READY'
 
-/** Response headers an error carries to the client (Retry-After, WWW-Authenticate). */
-export interface ErrorWithHeaders extends Error {
-  headers?: Record<string, string>
-}
-
-export function withHeaders<E extends Error> (error: E, headers: Record<string, string>): E & ErrorWithHeaders {
-  return Object.assign(error, { headers })
-}
-
-/** Extra members an error adds to the envelope, e.g. what could still be read from an image without metadata. */
-export interface ErrorWithDetails extends Error {
+/** A failure with a stable code; `details` are extra members of the answer (what could still be read of an image). */
+export class ServiceError extends Error {
+  readonly code: ErrorCode
   details?: Record<string, unknown>
+
+  constructor (code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.code = code
+  }
 }
 
-export function withDetails<E extends Error> (error: E, details: Record<string, unknown>): E & ErrorWithDetails {
-  return Object.assign(error, { details })
+type ServiceErrorClass = new (...args: Array<string | number>) => ServiceError
+
+/** One error kind: `new ImageTooLargeError(limit)` formats the template with its arguments (util.format's %s, %d). */
+function kind (code: ErrorCode, template: string): ServiceErrorClass {
+  const errorClass = class extends ServiceError {
+    constructor (...args: Array<string | number>) {
+      super(code, format(template, ...args))
+    }
+  }
+  Object.defineProperty(errorClass, 'name', { value: `ServiceError(${code})` })
+  return errorClass
+}
+
+export const NoImageError = kind('NO_IMAGE', 'No image provided')
+export const InvalidDataUriError = kind('INVALID_DATA_URI', 'The image must be a data URI of the form data:image/<subtype>;base64,<data>')
+export const InvalidBase64Error = kind('INVALID_BASE64', 'The data URI does not contain valid base64 data')
+export const NotAnImageMediaTypeError = kind('NOT_AN_IMAGE_MEDIA_TYPE', 'The data URI declares the media type %s; only image/* media types are accepted')
+export const TooManyFilesError = kind('TOO_MANY_FILES', 'Send exactly one file, in the multipart field "image"')
+export const TooManyFieldsError = kind('TOO_MANY_FIELDS', 'The multipart body has too many parts; send the file "image" and at most %d other fields')
+export const MalformedMultipartError = kind('MALFORMED_MULTIPART', 'The multipart body is malformed: %s')
+export const InvalidJsonError = kind('INVALID_JSON', 'The request body is not valid JSON')
+export const ForbiddenKeyError = kind('FORBIDDEN_KEY', 'The request uses the name %s, which is refused: it could change the prototype of every object')
+export const ValidationError = kind('VALIDATION_ERROR', '%s')
+export const BadRequestError = kind('BAD_REQUEST', '%s')
+export const UnauthorizedError = kind('UNAUTHORIZED', 'Unauthorized')
+export const RouteNotFoundError = kind('ROUTE_NOT_FOUND', 'Route %s:%s not found')
+export const ConversationNotFoundError = kind('CONVERSATION_NOT_FOUND', 'Conversation not found')
+export const RequestTimeoutError = kind('REQUEST_TIMEOUT', 'The request was not received in time; it must arrive within %d seconds')
+export const ImageTooLargeError = kind('IMAGE_TOO_LARGE', 'The image is larger than the limit of %d bytes')
+export const BodyTooLargeError = kind('BODY_TOO_LARGE', 'The request body is larger than the limit of %d bytes')
+export const FieldTooLargeError = kind('FIELD_TOO_LARGE', 'A multipart text field is longer than the limit of %d bytes')
+export const UnsupportedContentTypeError = kind('UNSUPPORTED_CONTENT_TYPE', 'Content-Type must be one of: %s')
+export const UnsupportedImageFormatError = kind('UNSUPPORTED_IMAGE_FORMAT', 'The file is not an image in a supported format (%s)')
+export const ImageTooComplexError = kind('IMAGE_TOO_COMPLEX', 'The image\'s structure is beyond what the service reads: %s')
+export const ImageLacksMetadataError = kind('IMAGE_LACKS_METADATA', 'Image lacks metadata')
+export const RateLimitedError = kind('RATE_LIMITED', 'Too many requests with this API key; retry after the Retry-After delay')
+export const HeadersTooLargeError = kind('HEADERS_TOO_LARGE', 'The request headers are too large')
+export const InternalError = kind('INTERNAL_ERROR', 'Internal Server Error')
+export const ExtractorBusyError = kind('EXTRACTOR_BUSY', 'Metadata extraction is at capacity; retry shortly')
+export const ExtractorUnavailableError = kind('EXTRACTOR_UNAVAILABLE', 'Metadata extraction is unavailable; retry shortly')
+export const ExtractionTimeoutError = kind('EXTRACTION_TIMEOUT', 'Metadata extraction did not finish in time; retry shortly')
+export const ConversationStoreUnavailableError = kind('CONVERSATION_STORE_UNAVAILABLE', 'Conversations are unavailable; retry shortly')
+export const OverloadedError = kind('OVERLOADED', 'The service is overloaded; retry after the Retry-After delay')
+export const NotReadyError = kind('NOT_READY', 'The service is not ready')
+
+export function withDetails<E extends ServiceError> (error: E, details: Record<string, unknown>): E {
+  error.details = details
+  return error
+}
+
+export function withCause<E extends ServiceError> (error: E, cause: unknown): E {
+  return Object.assign(error, { cause })
 }

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 
 /**
  * A private directory (mode 0700) for the temporary copies ExifTool reads, one per app instance, removed with it.
- * Each upload gets a fresh random name, so concurrent requests never share a file.
+ * Each file gets a fresh random name, so concurrent requests never share one and no client chooses a name.
  */
 export class ScratchDirectory {
   readonly path: string
@@ -17,13 +17,16 @@ export class ScratchDirectory {
     return new ScratchDirectory(await mkdtemp(join(root, 'chat-metadata-api-')))
   }
 
-  /** A new, unused file path inside the directory; `extension` helps ExifTool pick its parser first. */
-  newFilePath (extension = 'upload'): string {
+  /** A new, unused file path inside the directory; `extension` tells ExifTool which parser to try first. */
+  newFilePath (extension: string): string {
     return join(this.path, `${randomUUID()}.${extension}`)
   }
 
+  /** Removes a file, if it was ever created: one call, no lstat first. */
   async removeFile (path: string): Promise<void> {
-    await rm(path, { force: true })
+    await unlink(path).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error
+    })
   }
 
   async destroy (): Promise<void> {

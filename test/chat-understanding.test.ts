@@ -150,6 +150,6 @@ describe('dialogue', () => {
     const chat = chatService(() => new Date('2026-11-21T12:00:00Z'))
     const { reply, conversationId } = await send(chat, 'I want a refund for order 7710, I bought it on 2026-11-11')
     expect(reply).toContain('2026-12-11')
-    expect((await chat.transcript(conversationId, 'k')).facts).toMatchObject({ order_id: '7710', purchase_date: '2026-11-11' })
+    expect((await chat.transcript(conversationId, 'k', 'u')).facts).toMatchObject({ order_id: '7710', purchase_date: '2026-11-11' })
   })
 })

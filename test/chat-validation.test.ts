@@ -27,6 +27,10 @@ describe('POST /v1/chat/send rejects', () => {
     ['no message', { user_id: 'u' }, "body must have required property 'message'"],
     ['an empty message', { ...valid, message: '' }, 'body/message must NOT have fewer than 1 characters'],
     ['a message of only whitespace', { ...valid, message: ' \n\t ' }, 'body/message must not be blank'],
+    ['a message of only zero-width characters', { ...valid, message: '\u200b\u200c\u200d\u2060\ufeff' }, 'body/message must not be blank'],
+    ['a message of only combining marks and direction controls', { ...valid, message: '\u0301\u0308\u202e\u200f' }, 'body/message must not be blank'],
+    ['a message of blank-looking letters', { ...valid, message: '\u3164\u2800\u3000' }, 'body/message must not be blank'],
+    ['a message of control characters', { ...valid, message: '\u0000\u0007\u001b' }, 'body/message must not be blank'],
     ['a message over 4000 characters', { ...valid, message: 'a'.repeat(4001) }, 'body/message must NOT have more than 4000 characters'],
     ['a message that is not a string', { ...valid, message: 42 }, 'body/message must be string'],
     ['no user_id', { message: 'hi' }, "body must have required property 'user_id'"],
@@ -48,6 +52,11 @@ describe('POST /v1/chat/send rejects', () => {
     const response = await post(JSON.stringify(body))
     expect(response.status).toBe(400)
     expect(await response.json()).toEqual({ statusCode: 400, code: 'VALIDATION_ERROR', error: 'Bad Request', message })
+  })
+
+  it.each(['👍', '¿?', 'ok\u200b', 'é'])('a short visible message (%j) is not blank', async (message) => {
+    const response = await post(JSON.stringify({ ...valid, message }))
+    expect(response.status).toBe(200)
   })
 
   it('a leap day is a calendar day', async () => {

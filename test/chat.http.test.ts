@@ -215,9 +215,25 @@ describe.each([
       const response = await post({ message: 'hi', user_id: 'customer-1', conversation_id: conversationId }, { key: OTHER_KEY })
       expect(response.status).toBe(404)
       expect(await response.json()).toEqual(notFound)
-      const transcript = await fetch(`${base}/v1/chat/conversations/${conversationId}`, { headers: { authorization: `Bearer ${OTHER_KEY}` } })
+      const transcript = await fetch(`${base}/v1/chat/conversations/${conversationId}?user_id=customer-1`, { headers: { authorization: `Bearer ${OTHER_KEY}` } })
       expect(transcript.status).toBe(404)
       expect(await transcript.json()).toEqual(notFound)
+    })
+
+    it('another user\'s transcript, under the same API key, is the same 404', async () => {
+      const { conversation_id: conversationId } = await send({ message: 'my address is 12 Elm Street' })
+      const own = await fetch(`${base}/v1/chat/conversations/${conversationId}?user_id=customer-1`, { headers: { authorization: `Bearer ${API_KEY}` } })
+      expect(own.status).toBe(200)
+      const other = await fetch(`${base}/v1/chat/conversations/${conversationId}?user_id=customer-2`, { headers: { authorization: `Bearer ${API_KEY}` } })
+      expect(other.status).toBe(404)
+      expect(await other.json()).toEqual(notFound)
+    })
+
+    it('a transcript asked for without user_id is a 400 naming it', async () => {
+      const { conversation_id: conversationId } = await send({ message: 'hi' })
+      const response = await fetch(`${base}/v1/chat/conversations/${conversationId}`, { headers: { authorization: `Bearer ${API_KEY}` } })
+      expect(response.status).toBe(400)
+      expect(await response.json()).toEqual({ statusCode: 400, code: 'VALIDATION_ERROR', error: 'Bad Request', message: "querystring must have required property 'user_id'" })
     })
   })
 
@@ -228,7 +244,7 @@ describe.each([
     await send({ message: 'A-4417', conversation_id: id })
     const last = await send({ message: 'get me an agent', conversation_id: id })
 
-    const response = await fetch(`${base}/v1/chat/conversations/${id}`, { headers: { authorization: `Bearer ${API_KEY}` } })
+    const response = await fetch(`${base}/v1/chat/conversations/${id}?user_id=customer-1`, { headers: { authorization: `Bearer ${API_KEY}` } })
     expect(response.status).toBe(200)
     const transcript = await response.json() as { turns: Array<Record<string, string>>, [key: string]: unknown }
     expect(transcript).toMatchObject({ conversation_id: id, user_id: 'customer-1', handoff: true, created_at: first.timestamp, updated_at: last.timestamp })
@@ -243,7 +259,7 @@ describe.each([
   })
 
   it('the transcript of an unknown conversation is 404', async () => {
-    const response = await fetch(`${base}/v1/chat/conversations/${randomUUID()}`, { headers: { authorization: `Bearer ${API_KEY}` } })
+    const response = await fetch(`${base}/v1/chat/conversations/${randomUUID()}?user_id=customer-1`, { headers: { authorization: `Bearer ${API_KEY}` } })
     expect(response.status).toBe(404)
     expect(await response.json()).toMatchObject({ code: 'CONVERSATION_NOT_FOUND', message: 'Conversation not found' })
   })

@@ -71,6 +71,7 @@ describe('loadConfig', () => {
       trustProxy: false,
       rateLimits: { chatPerMinute: 600, metadataPerMinute: 120 },
       maxEventLoopDelayMs: 1000,
+      connections: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 },
       maxImageBytes: 26_214_400,
       maxUploadBytes: 209_715_200,
       contentCredentials: { workers: 1, timeoutMs: 10_000 },
@@ -83,6 +84,7 @@ describe('loadConfig', () => {
         redisKeyPrefix: 'chat-metadata-api:',
         conversationTtlMs: 86_400_000,
         maxConversations: 10_000,
+        maxConversationBytes: 134_217_728,
         historyLimit: 50
       }
     })
@@ -126,13 +128,18 @@ describe('loadConfig', () => {
       REDIS_KEY_PREFIX: 'shop:',
       CONVERSATION_TTL_SECONDS: '3600',
       CONVERSATION_MAX: '500',
+      CONVERSATION_MAX_BYTES: '1048576',
       CONVERSATION_HISTORY: '20',
       TRUST_PROXY: '1',
       RATE_LIMIT_CHAT_PER_MIN: '30',
       RATE_LIMIT_METADATA_PER_MIN: '0',
       SHUTDOWN_GRACE_MS: '25000',
       REDIS_TIMEOUT_MS: '250',
-      MAX_EVENT_LOOP_DELAY_MS: '500'
+      MAX_EVENT_LOOP_DELAY_MS: '500',
+      REQUEST_TIMEOUT_MS: '5000',
+      HEADERS_TIMEOUT_MS: '8000',
+      KEEP_ALIVE_TIMEOUT_MS: '61000',
+      MAX_CONNECTIONS: '200'
     })).toStrictEqual({
       port: 8080,
       host: '127.0.0.1',
@@ -142,6 +149,8 @@ describe('loadConfig', () => {
       trustProxy: 1,
       rateLimits: { chatPerMinute: 30, metadataPerMinute: 0 },
       maxEventLoopDelayMs: 500,
+      // The headers cannot be given longer than the whole request.
+      connections: { requestTimeoutMs: 5000, headersTimeoutMs: 5000, keepAliveTimeoutMs: 61_000, maxConnections: 200 },
       maxImageBytes: 1_048_576,
       maxUploadBytes: 524_288_000,
       contentCredentials: { trustAnchorsPem: TEST_CERTIFICATE_PEM, workers: 2, timeoutMs: 3000 },
@@ -156,6 +165,7 @@ describe('loadConfig', () => {
         redisKeyPrefix: 'shop:',
         conversationTtlMs: 3_600_000,
         maxConversations: 500,
+        maxConversationBytes: 1_048_576,
         historyLimit: 20
       }
     })
@@ -172,6 +182,8 @@ describe('loadConfig', () => {
     ['MAX_IMAGE_BYTES', '0'],
     ['MAX_IMAGE_BYTES', 'lots'],
     ['MAX_UPLOAD_BYTES', '0'],
+    ['REQUEST_TIMEOUT_MS', '10'],
+    ['MAX_CONNECTIONS', '-1'],
     ['C2PA_TRUST_ANCHORS', ''],
     ['C2PA_WORKERS', '0'],
     ['C2PA_TIMEOUT_MS', '10'],

@@ -32,7 +32,7 @@ function conversation (id = randomUUID()): Conversation {
 }
 
 describe.each([
-  { name: 'in-memory', make: (ttlMs: number): ConversationStore => new MemoryConversationStore({ ttlMs, maxConversations: 100 }) },
+  { name: 'in-memory', make: (ttlMs: number): ConversationStore => new MemoryConversationStore({ ttlMs, maxConversations: 100, maxBytes: 1024 * 1024 }) },
   { name: 'Redis', make: (ttlMs: number): ConversationStore => new RedisConversationStore(redis, { ttlMs, keyPrefix: prefix }) }
 ])('$name conversation store', ({ make }) => {
   it('gives back what was saved', async () => {
@@ -70,7 +70,7 @@ describe.each([
 
 describe('in-memory store bounds', () => {
   it('drops the least recently used conversation beyond its size', async () => {
-    const store = new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 2 })
+    const store = new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 2, maxBytes: 1024 * 1024 })
     const [a, b, c] = [conversation(), conversation(), conversation()]
     await store.save(a)
     await store.save(b)
@@ -81,9 +81,20 @@ describe('in-memory store bounds', () => {
     expect(await store.load(c.id)).toBeDefined()
   })
 
+  it('drops the least recently used conversations when their total size would pass maxBytes', async () => {
+    const big = (): Conversation => ({ ...conversation(), turns: [{ role: 'customer', text: 'x'.repeat(40_000), intent: 'greeting', timestamp: '2026-11-21T10:00:00.000Z' }] })
+    const store = new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1000, maxBytes: 100_000 })
+    const saved = [big(), big(), big()]
+    for (const one of saved) await store.save(one)
+    // Two of 40 KB fit in 100 KB; the third pushes out the oldest, whatever the count allows.
+    expect(await store.load(saved[0]!.id)).toBeUndefined()
+    expect(await store.load(saved[1]!.id)).toBeDefined()
+    expect(await store.load(saved[2]!.id)).toBeDefined()
+  })
+
   it('measures the TTL on its clock', async () => {
     let now = 1_000
-    const store = new MemoryConversationStore({ ttlMs: 24 * 3_600_000, maxConversations: 10, clock: { now: () => now } })
+    const store = new MemoryConversationStore({ ttlMs: 24 * 3_600_000, maxConversations: 10, maxBytes: 1024 * 1024, clock: { now: () => now } })
     const saved = conversation()
     await store.save(saved)
     now += 24 * 3_600_000 - 1

@@ -73,13 +73,38 @@ describe('groupedTagsFrom', () => {
 })
 
 describe('decodeImageDataUri', () => {
+  const decoded = (uri: string, maxBytes = 100): Buffer => Buffer.concat([...decodeImageDataUri(uri, maxBytes)])
+
   it('decodes with parameters before ;base64 and any case in the scheme', () => {
-    expect(decodeImageDataUri('DATA:image/PNG;name=a.png;base64,aGk=', 100)).toEqual(Buffer.from('hi'))
+    expect(decoded('DATA:image/PNG;name=a.png;base64,aGk=')).toEqual(Buffer.from('hi'))
   })
 
-  it('counts the decoded size against the limit before decoding', () => {
-    expect(() => decodeImageDataUri('data:image/png;base64,aGVsbG8=', 4)).toThrow(expect.objectContaining({ code: 'IMAGE_TOO_LARGE', statusCode: 413 }))
-    expect(decodeImageDataUri('data:image/png;base64,aGVsbG8=', 5)).toEqual(Buffer.from('hello'))
+  it('counts the decoded size against the limit', () => {
+    expect(() => decoded('data:image/png;base64,aGVsbG8=', 4)).toThrow(expect.objectContaining({ code: 'IMAGE_TOO_LARGE' }))
+    expect(decoded('data:image/png;base64,aGVsbG8=', 5)).toEqual(Buffer.from('hello'))
+  })
+
+  it('decodes a large image in chunks, each a whole number of base64 quanta, whitespace anywhere', () => {
+    const bytes = Buffer.from(Array.from({ length: 3_000_001 }, (_, index) => (index * 7919) % 251))
+    const wrapped = bytes.toString('base64').replace(/(.{76})/g, '$1\r\n')
+    const chunks = [...decodeImageDataUri(`data:image/jpeg;base64,${wrapped}`, 4_000_000)]
+    expect(chunks.length).toBeGreaterThan(2)
+    expect(Buffer.concat(chunks)).toEqual(bytes)
+  })
+
+  it.each([
+    ['data:image/png;base64,a', 'INVALID_BASE64'],
+    ['data:image/png;base64,aG=k', 'INVALID_BASE64'],
+    ['data:image/png;base64,aGk=x', 'INVALID_BASE64'],
+    ['data:image/png;base64,a$k=', 'INVALID_BASE64'],
+    ['data:image/png;base64,', 'NO_IMAGE'],
+    ['data:image/png;base64,\r\n', 'NO_IMAGE'],
+    ['data:image/png,aGk=', 'INVALID_DATA_URI'],
+    ['image/png;base64,aGk=', 'INVALID_DATA_URI'],
+    [`data:image/png;${'x'.repeat(600)};base64,aGk=`, 'INVALID_DATA_URI'],
+    ['data:text/plain;base64,aGk=', 'NOT_AN_IMAGE_MEDIA_TYPE']
+  ])('refuses %j with %s', (uri, code) => {
+    expect(() => decoded(uri)).toThrow(expect.objectContaining({ code }))
   })
 
   it('sizes the JSON body limit for a full-size image', () => {

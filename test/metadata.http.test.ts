@@ -131,11 +131,12 @@ describe('limits while streaming', () => {
   })
 
   it('removes the partial file of an upload the client abandons, and keeps serving', async () => {
-    const { payload, headers } = await multipart(imageForm(Buffer.concat([fixtures.get('jpeg')!, Buffer.alloc(600_000)])))
+    // Past the first 512 KiB, which the intake holds in memory to decide the format before it opens a file.
+    const { payload, headers } = await multipart(imageForm(Buffer.concat([fixtures.get('jpeg')!, Buffer.alloc(1_500_000)])))
     const url = new URL(`${base}/v1/metadata`)
     const request = httpRequest(url, { method: 'POST', headers: { ...auth, ...headers, 'content-length': String(payload.length) } })
     request.on('error', () => {})
-    request.write(payload.subarray(0, 300_000))
+    request.write(payload.subarray(0, 900_000))
     await until(async () => (await t.scratchFiles()).length === 1)
     request.destroy()
     await until(async () => (await t.scratchFiles()).length === 0)

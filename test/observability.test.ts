@@ -113,7 +113,7 @@ describe('GET /metrics', () => {
     const send = async (message: string): Promise<number> =>
       (await t.app.inject({ method: 'POST', url: '/v1/chat/send', headers: AUTH, payload: { message, user_id: 'u' } })).statusCode
     expect([await send('where is order A-1?'), await send('get me a human please'), await send('hi')]).toEqual([200, 200, 429])
-    await t.app.inject({ method: 'GET', url: '/v1/chat/conversations/unknown', headers: AUTH })
+    await t.app.inject({ method: 'GET', url: '/v1/chat/conversations/unknown?user_id=customer-1', headers: AUTH })
     // The pool starts its child on first use: the readiness probe uses it.
     expect((await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(200)
 

@@ -58,13 +58,15 @@ function alive (pid: number): boolean {
   }
 }
 
-/** A multipart upload whose body is sent in two halves; the second only when `release` is called. */
+/** A multipart upload whose body is sent in two parts; the second only when `release` is called. */
 function slowUpload (port: number): { release: () => void, answer: Promise<{ status: number, body: string }> } {
   const boundary = 'shutdown-test-boundary'
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="photo.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`)
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
-  const body = Buffer.concat([head, photo, tail])
-  const half = Math.floor(body.length / 2)
+  // Trailing bytes after the JPEG make the first part longer than the 512 KiB the intake holds in memory before it
+  // opens the scratch file, so the file exists while the request waits for its second part.
+  const body = Buffer.concat([head, photo, Buffer.alloc(1024 * 1024), tail])
+  const half = head.length + photo.length + 768 * 1024
   const request = httpRequest({
     host: '127.0.0.1',
     port,

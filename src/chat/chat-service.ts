@@ -108,11 +108,9 @@ export class ChatService {
     }
   }
 
-  /** The conversation, if it exists and was started with this API key. */
-  async transcript (conversationId: string, apiKey: string): Promise<Conversation> {
-    const conversation = await this.#store.load(conversationId)
-    if (conversation === undefined || conversation.ownerKey !== keyHash(apiKey)) throw new ConversationNotFound()
-    return conversation
+  /** A conversation for the API key and user that started it; anyone else is told it does not exist. */
+  async transcript (conversationId: string, apiKey: string, userId: string): Promise<Conversation> {
+    return await this.#owned(conversationId, keyHash(apiKey), userId)
   }
 
   #replyGroups (decision: Decision): Array<readonly string[]> {

@@ -15,6 +15,11 @@ export interface MemoryStoreOptions {
   ttlMs: number
   /** Conversations kept; the least recently used goes first. */
   maxConversations: number
+  /**
+   * Their total size, measured as the length of each conversation's JSON (one byte a character for the Latin text
+   * most conversations are): the least recently used go first when a new one would pass it.
+   */
+  maxBytes: number
   /** The clock TTLs are measured with (tests pass their own). */
   clock?: { now: () => number }
 }
@@ -26,6 +31,8 @@ export class MemoryConversationStore implements ConversationStore {
   constructor (options: MemoryStoreOptions) {
     this.#cache = new LRUCache({
       max: options.maxConversations,
+      maxSize: options.maxBytes,
+      sizeCalculation: (json) => json.length,
       ttl: options.ttlMs,
       ...(options.clock === undefined ? {} : { perf: options.clock, ttlResolution: 0 })
     })

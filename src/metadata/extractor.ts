@@ -1,11 +1,8 @@
 import { ExifTool } from 'exiftool-vendored'
 import type { ExifToolConfig } from '../config.ts'
-import { ExtractionTimeoutError, ExtractorBusyError, ExtractorUnavailableError, withHeaders } from '../errors.ts'
+import { ExtractionTimeoutError, ExtractorBusyError, ExtractorUnavailableError, withCause } from '../errors.ts'
 import type { ImageFormat } from './formats.ts'
 import { FULL_READ_ARGS, MAKER_NOTE_READ_ARGS, summaryReadArgs, type RawTagValues } from './tags.ts'
-
-/** Seconds a client is told to wait (Retry-After) when the pool is saturated or restarting. */
-const RETRY_AFTER_SECONDS = '1'
 
 /**
  * The pooled ExifTool processes behind one typed call per read. exiftool-vendored (batch-cluster) runs
@@ -78,11 +75,11 @@ export class MetadataExtractor {
 
   async #read (path: string, readArgs: string[]): Promise<RawTagValues> {
     if (this.#ended || this.#exiftool.ended) {
-      throw withHeaders(new ExtractorUnavailableError(), { 'retry-after': RETRY_AFTER_SECONDS })
+      throw new ExtractorUnavailableError()
     }
     if (this.#exiftool.pendingTasks >= this.#maxQueue) {
       this.failures.busy++
-      throw withHeaders(new ExtractorBusyError(), { 'retry-after': RETRY_AFTER_SECONDS })
+      throw new ExtractorBusyError()
     }
     try {
       return await this.#exiftool.readRaw(path, { readArgs, useMWG: false, ignoreMinorErrors: true }) as RawTagValues
@@ -101,12 +98,11 @@ const POOL_FAILURE = /has ended|terminated before task completed|unexpectedly cl
 /** Pool failures become the API's 503s; their text (paths, ExifTool output) stays in the server log. */
 function translatePoolError (error: unknown): Error {
   if (!(error instanceof Error)) return new Error(String(error))
-  const cause = { cause: error }
   if (error.name === 'TaskTimeoutError') {
-    return withHeaders(Object.assign(new ExtractionTimeoutError(), cause), { 'retry-after': RETRY_AFTER_SECONDS })
+    return withCause(new ExtractionTimeoutError(), error)
   }
   if (POOL_FAILURE.test(error.message)) {
-    return withHeaders(Object.assign(new ExtractorUnavailableError(), cause), { 'retry-after': RETRY_AFTER_SECONDS })
+    return withCause(new ExtractorUnavailableError(), error)
   }
   return error
 }

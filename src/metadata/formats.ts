@@ -13,6 +13,13 @@ export function isCameraRaw (format: ImageFormat): format is CameraRawFormat {
   return RAW.has(format)
 }
 
+/** Formats that are TIFF files from their first byte (TIFF itself and the raws built on it): their IFDs are checked. */
+const TIFF_BASED = new Set<string>(['tiff', 'dng', 'cr2', 'nef', 'nrw', 'arw', 'srf', 'sr2', 'orf', 'rw2', 'pef', 'srw', 'iiq', '3fr', 'erf'])
+
+export function isTiffBased (format: ImageFormat): boolean {
+  return TIFF_BASED.has(format)
+}
+
 /**
  * The scratch copy's file extension. ExifTool tries the matching parser first, and for raw formats built on TIFF
  * (NEF, ARW, PEF…) it takes the file type from the extension alone, so this is what makes a NEF read as a NEF.

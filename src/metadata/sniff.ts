@@ -1,4 +1,3 @@
-import { open } from 'node:fs/promises'
 import { imageSize } from 'image-size'
 import { isJpegXl, sniffCameraRaw } from './camera-raw.ts'
 import type { ImageFormat } from './formats.ts'
@@ -48,34 +47,23 @@ export function sniffImage (bytes: Uint8Array): SniffedImage | undefined {
   return { format, width: size.width, height: size.height }
 }
 
-/** The most of a file read whole to find a size its head does not hold; past it, ExifTool reports the size. */
-export const SNIFF_WHOLE_FILE_BYTES = 32 * 1024 * 1024
-
 /**
- * sniffImage for a file on disk, reading only its head when that suffices. A few layouts keep the size far into the
- * file (a TIFF whose IFD follows the pixels, a JPEG behind large APP segments): those are read whole up to
- * SNIFF_WHOLE_FILE_BYTES; a larger one (multipart uploads run to hundreds of megabytes) is recognised by its magic
- * number alone, its size left to ExifTool, so memory stays bounded whatever the upload.
+ * sniffImage for the head of a file (its first SNIFF_HEAD_BYTES, or all of it when `complete`). A few layouts keep
+ * the size beyond the head (a TIFF whose IFD follows the pixels, a JPEG behind large APP or comment segments): such a
+ * file is recognised by its magic number alone and its size left to ExifTool, so no file is ever read whole into
+ * memory to size it.
  */
-export async function sniffImageFile (path: string, fileSize: number): Promise<SniffedImage | undefined> {
-  const handle = await open(path, 'r')
-  try {
-    const head = Buffer.alloc(Math.min(fileSize, SNIFF_HEAD_BYTES))
-    const { bytesRead } = await handle.read(head, 0, head.length, 0)
-    const sniffed = sniffImage(head.subarray(0, bytesRead))
-    if (sniffed !== undefined || fileSize <= SNIFF_HEAD_BYTES) return sniffed
-    const family = formatByMagic(head)
-    if (family === undefined) return undefined
-    if (fileSize > SNIFF_WHOLE_FILE_BYTES) return { format: family }
-    return sniffImage(await handle.readFile())
-  } finally {
-    await handle.close()
-  }
+export function sniffHead (head: Uint8Array, complete: boolean): SniffedImage | undefined {
+  const sniffed = sniffImage(head)
+  if (sniffed !== undefined || complete) return sniffed
+  const family = formatByMagic(head)
+  return family === undefined ? undefined : { format: family }
 }
 
 /** The formats whose size can sit beyond the head, by their magic numbers. */
-function formatByMagic (head: Buffer): ImageFormat | undefined {
+function formatByMagic (head: Uint8Array): ImageFormat | undefined {
   if (head[0] === 0xff && head[1] === 0xd8) return 'jpeg'
-  if (head.subarray(0, 4).equals(Buffer.from('II*\0', 'latin1')) || head.subarray(0, 4).equals(Buffer.from('MM\0*', 'latin1'))) return 'tiff'
+  const magic = Buffer.from(head.buffer, head.byteOffset, Math.min(4, head.length)).toString('latin1')
+  if (magic === 'II*\0' || magic === 'MM\0*') return 'tiff'
   return heifFormatFromBrands(head)
 }

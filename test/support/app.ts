@@ -19,6 +19,7 @@ export const TEST_CHAT_CONFIG: ChatConfig = {
   redisKeyPrefix: 'chat-metadata-api-test:',
   conversationTtlMs: 86_400_000,
   maxConversations: 1000,
+  maxConversationBytes: 16 * 1024 * 1024,
   historyLimit: 50
 }
 
@@ -49,6 +50,7 @@ export async function createTestApp (overrides: Partial<AppConfig> = {}): Promis
     // Off unless a test turns it on: the suites send many requests with one key.
     rateLimits: { chatPerMinute: 0, metadataPerMinute: 0 },
     maxEventLoopDelayMs: 0,
+    connections: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 },
     maxImageBytes: 26_214_400,
     maxUploadBytes: 209_715_200,
     exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 64 },

@@ -25,7 +25,7 @@ export function chatService (now: () => Date = () => new Date()): ChatService {
   return new ChatService({
     pack,
     trained,
-    store: new MemoryConversationStore({ ttlMs: 86_400_000, maxConversations: 1000 }),
+    store: new MemoryConversationStore({ ttlMs: 86_400_000, maxConversations: 1000, maxBytes: 16 * 1024 * 1024 }),
     baseUrl: BASE_URL,
     historyLimit: 50,
     now

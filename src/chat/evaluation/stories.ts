@@ -90,7 +90,7 @@ export function storyChat (pack: DomainPack, trained: TrainedUnderstanding, base
   return (today) => new ChatService({
     pack,
     trained,
-    store: new MemoryConversationStore({ ttlMs: 3_600_000, maxConversations: 10 }),
+    store: new MemoryConversationStore({ ttlMs: 3_600_000, maxConversations: 10, maxBytes: 16 * 1024 * 1024 }),
     baseUrl,
     historyLimit: 50,
     now: () => new Date(`${today}T12:00:00Z`),
@@ -108,7 +108,7 @@ export async function runStory (story: Story, chatFor: StoryChat): Promise<Story
   for (const step of story.steps) {
     const sent = await chat.send({ apiKey, userId, message: step.user, ...(step.context === undefined ? {} : { context: step.context }), ...(conversationId === undefined ? {} : { conversationId }) })
     conversationId = sent.conversationId
-    const { facts } = await chat.transcript(conversationId, apiKey)
+    const { facts } = await chat.transcript(conversationId, apiKey, userId)
     const links = sent.links.map((link) => link.name)
     const problems: string[] = []
     if (sent.intent !== step.intent) problems.push(`intent ${sent.intent}, expected ${step.intent}`)

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto'
 import { Piscina } from 'piscina'
-import { ExtractionTimeoutError, ExtractorBusyError, withHeaders } from '../../errors.ts'
+import { ExtractionTimeoutError, ExtractorBusyError, withCause } from '../../errors.ts'
 import type { VerifyResult, VerifyTask } from './c2pa-worker.ts'
 
 export interface ContentCredentialsConfig {
@@ -16,7 +16,6 @@ export interface ContentCredentialsConfig {
 const MAX_QUEUE = 64
 /** How long start-up waits for the first thread to load the validator (compiling 9 MB of WebAssembly). */
 const START_TIMEOUT_MS = 30_000
-const RETRY_AFTER_SECONDS = '1'
 
 /**
  * c2pa-rs's settings: nothing fetched over the network (no remote manifests, no OCSP: a request must not make the
@@ -119,7 +118,7 @@ export class ContentCredentialsVerifier {
   async #run (task: VerifyTask): Promise<VerifyResult> {
     if (this.#pool.queueSize >= MAX_QUEUE) {
       this.outcomes.busy++
-      throw withHeaders(new ExtractorBusyError(), { 'retry-after': RETRY_AFTER_SECONDS })
+      throw new ExtractorBusyError()
     }
     let result: VerifyResult
     try {
@@ -127,7 +126,7 @@ export class ContentCredentialsVerifier {
     } catch (error) {
       if ((error as Error).name === 'AbortError') {
         this.outcomes.timeout++
-        throw withHeaders(Object.assign(new ExtractionTimeoutError(), { cause: error }), { 'retry-after': RETRY_AFTER_SECONDS })
+        throw withCause(new ExtractionTimeoutError(), error)
       }
       // The thread died under the file (out of memory, a crash in the validator): the manifest cannot be read.
       result = { kind: 'unreadable', reason: (error as Error).message }

@@ -5,19 +5,8 @@ import type { ContentCredentialsVerifier } from './provenance/c2pa-verifier.ts'
 import { contentCredentialsFrom, unreadableContentCredentials, type ContentCredentials } from './provenance/content-credentials.ts'
 import { IMAGE_FORMATS, type ImageFormat } from './formats.ts'
 import { provenanceFrom, type Provenance } from './provenance/provenance.ts'
-import type { SniffedImage } from './sniff.ts'
+import type { StoredImage } from './intake.ts'
 import { cameraFrom, cameraFromMakerNotes, gpsFrom, groupedTagsFrom, resolutionFromTags, type Camera, type Gps, type Resolution } from './tags.ts'
-
-export interface StoredImage {
-  /** A private temporary copy ExifTool reads. */
-  path: string
-  sizeBytes: number
-  /** Hex SHA-256 of the bytes received. */
-  sha256: string
-  /** The bytes carry a C2PA manifest store's marker: only then does the validator read the file. */
-  mayHoldManifest: boolean
-  sniffed: SniffedImage
-}
 
 /** What the API says about one image. */
 export interface ImageDescription {
@@ -41,8 +30,8 @@ export interface ImageReaders {
 }
 
 /**
- * The API's metadata for one image already checked by sniffImage. Throws ImageLacksMetadataError (422), carrying
- * what could still be read, when the file records none of camera, capture time and position.
+ * The API's metadata for one image the intake has stored and checked. Throws IMAGE_LACKS_METADATA, carrying what
+ * could still be read, when the file records none of camera, capture time and position.
  */
 export async function describeImage (
   readers: ImageReaders,

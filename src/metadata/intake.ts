@@ -1,0 +1,107 @@
+import { createHash } from 'node:crypto'
+import { open, unlink, type FileHandle } from 'node:fs/promises'
+import { ImageTooComplexError, ImageTooLargeError, NoImageError, UnsupportedImageFormatError } from '../errors.ts'
+import { IMAGE_FORMATS, isTiffBased, scratchExtension } from './formats.ts'
+import { ManifestStoreMarkerSearch } from './provenance/manifest-store-marker.ts'
+import { SNIFF_HEAD_BYTES, sniffHead, type SniffedImage } from './sniff.ts'
+import { checkTiffStructure, jpegExifBlock, readFromBytes, type ReadAt } from './tiff-structure.ts'
+
+/** An image received whole and checked: on disk in the scratch directory, its format known, its structure sane. */
+export interface StoredImage {
+  /** A private temporary copy ExifTool reads, named with the format's extension. */
+  path: string
+  sizeBytes: number
+  /** Hex SHA-256 of the bytes received. */
+  sha256: string
+  /** The bytes carry a C2PA manifest store's marker: only then does the validator read the file. */
+  mayHoldManifest: boolean
+  sniffed: SniffedImage
+}
+
+export interface IntakeOptions {
+  /** A new path in the scratch directory, with this extension; its owner removes it when the request ends. */
+  scratchFile: (extension: string) => string
+  /** Larger images are refused (IMAGE_TOO_LARGE) as soon as the count passes it. */
+  maxBytes: number
+}
+
+/** Writes are gathered to this size: a few large writes instead of one per network chunk. */
+const WRITE_BATCH_BYTES = 1024 * 1024
+
+/**
+ * Takes one image's bytes as they arrive (a multipart file part, a data URI being decoded) and leaves a checked copy
+ * on disk, in one pass: the bytes are hashed and searched for a C2PA marker on the way, the format is decided from
+ * the first SNIFF_HEAD_BYTES (held in memory until then, so that bytes which are no image never reach the disk and
+ * the file gets the right name at once), and TIFF directories are counted before ExifTool ever sees the file.
+ * Memory stays bounded by the head and one write batch, whatever the size. Throws NO_IMAGE, IMAGE_TOO_LARGE,
+ * UNSUPPORTED_IMAGE_FORMAT or IMAGE_TOO_COMPLEX; nothing is left on disk when it throws.
+ */
+export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buffer>, options: IntakeOptions): Promise<StoredImage> {
+  const digest = createHash('sha256')
+  const marker = new ManifestStoreMarkerSearch()
+  let sizeBytes = 0
+  let pending: Buffer[] = []
+  let pendingBytes = 0
+  let file: { handle: FileHandle, path: string } | undefined
+  let sniffed: SniffedImage | undefined
+  let head: Buffer | undefined
+
+  const startFile = async (complete: boolean): Promise<void> => {
+    head = Buffer.concat(pending, pendingBytes)
+    sniffed = sniffHead(head, complete)
+    if (sniffed === undefined) throw new UnsupportedImageFormatError(IMAGE_FORMATS.join(', '))
+    const path = options.scratchFile(scratchExtension(sniffed.format))
+    file = { handle: await open(path, 'wx+', 0o600), path }
+  }
+  const flush = async (): Promise<void> => {
+    if (pendingBytes === 0) return
+    await file!.handle.writev(pending)
+    pending = []
+    pendingBytes = 0
+  }
+
+  try {
+    for await (const chunk of chunks) {
+      sizeBytes += chunk.length
+      if (sizeBytes > options.maxBytes) throw new ImageTooLargeError(options.maxBytes)
+      digest.update(chunk)
+      marker.update(chunk)
+      pending.push(chunk)
+      pendingBytes += chunk.length
+      if (file === undefined && pendingBytes >= SNIFF_HEAD_BYTES) await startFile(false)
+      if (file !== undefined && pendingBytes >= WRITE_BATCH_BYTES) await flush()
+    }
+    if (sizeBytes === 0) throw new NoImageError()
+    if (file === undefined) await startFile(true)
+    await flush()
+    const problem = await structureProblem(sniffed!, head!, sizeBytes, file!.handle)
+    if (problem !== undefined) throw new ImageTooComplexError(problem)
+    await file!.handle.close()
+    return { path: file!.path, sizeBytes, sha256: digest.digest('hex'), mayHoldManifest: marker.found, sniffed: sniffed! }
+  } catch (error) {
+    if (file !== undefined) {
+      await file.handle.close().catch(() => {})
+      await unlink(file.path).catch(() => {})
+    }
+    throw error
+  }
+}
+
+/** The TIFF directories of a TIFF-based file, or of a JPEG's Exif block, counted against the limits. */
+async function structureProblem (sniffed: SniffedImage, head: Buffer, sizeBytes: number, handle: FileHandle): Promise<string | undefined> {
+  if (sniffed.format === 'jpeg') {
+    const exif = jpegExifBlock(head)
+    return exif === undefined ? undefined : await checkTiffStructure(readFromBytes(exif))
+  }
+  if (!isTiffBased(sniffed.format)) return undefined
+  // Directories within the head are read from memory; only those beyond it cost a read of the file.
+  const readAt: ReadAt = async (offset, length) => {
+    const end = Math.min(offset + length, sizeBytes)
+    if (offset >= end) return new Uint8Array(0)
+    if (end <= head.length) return head.subarray(offset, end)
+    const bytes = Buffer.allocUnsafe(end - offset)
+    const { bytesRead } = await handle.read(bytes, 0, bytes.length, offset)
+    return bytes.subarray(0, bytesRead)
+  }
+  return await checkTiffStructure(readAt)
+}
