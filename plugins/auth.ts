@@ -1,7 +1,7 @@
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { UnauthorizedError } from '../src/errors.ts'
+import { KeyInUrlError, UnauthorizedError } from '../src/errors.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -13,6 +13,13 @@ declare module 'fastify' {
 export interface AuthOptions {
   apiKeys: readonly string[]
 }
+
+/**
+ * Query parameters clients put keys in (compared in lower case; `access_token` is RFC 6750's). A key in a URL ends up
+ * in proxies' access logs and browser histories, so it is never taken as a credential: a request that offers one and
+ * no valid header gets the same 401 as any request without a key, its message saying where the key belongs.
+ */
+const KEY_PARAMETERS = new Set(['api_key', 'apikey', 'api-key', 'access_token', 'key', 'token'])
 
 /**
  * Bearer API keys on every route of the context it is registered in. @fastify/bearer-auth compares keys in constant
@@ -31,7 +38,7 @@ async function auth (fastify: FastifyInstance, options: AuthOptions): Promise<vo
   fastify.addHook('onRequest', function (request, reply, done) {
     fastify.verifyBearerAuth!(request, reply, (error) => {
       if (error !== undefined) {
-        done(new UnauthorizedError())
+        done(keyInQuery(request.query) ? new KeyInUrlError() : new UnauthorizedError())
         return
       }
       // Verified above, so the header is `<scheme> <key>`; conversations belong to the key.
@@ -39,6 +46,10 @@ async function auth (fastify: FastifyInstance, options: AuthOptions): Promise<vo
       done()
     })
   })
+}
+
+function keyInQuery (query: unknown): boolean {
+  return Object.keys(query as object).some((name) => KEY_PARAMETERS.has(name.toLowerCase()))
 }
 
 export default fp(auth, { name: 'auth', fastify: '5.x' })

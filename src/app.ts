@@ -23,14 +23,23 @@ export interface BuildOptions {
   logStream?: { write: (line: string) => void }
 }
 
-/** Log paths that can carry credentials; pino replaces them wherever they appear. */
-const REDACTED = ['req.headers.authorization', 'headers.authorization', 'request.headers.authorization']
+/**
+ * Log paths that can carry credentials; pino replaces them wherever they appear. Any object's `headers` one level
+ * down, not only `req`'s: @fastify/multipart logs the request's headers as `busboyOptions.headers` at trace level.
+ */
+const REDACTED = ['headers.authorization', '*.headers.authorization']
 
 /** The `/api` prefix some clients use is an alias of the canonical routes (and stays out of the OpenAPI document). */
 const API_ALIAS_PREFIX = '/api/v1/'
 
 /** The longest path parameter: a conversation id's maximum length. */
 const MAX_PARAM_LENGTH = 128
+
+/**
+ * The router refuses a path that does not decode, or a parameter over MAX_PARAM_LENGTH, before any hook runs: the
+ * headers the hooks would have set on the answer (the request id, no caching, no sniffing) are set with it.
+ */
+const ROUTER_REFUSAL_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
 
 function trustHops (hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops
@@ -50,7 +59,10 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     http: { connectionsCheckingInterval: 1000, headersTimeout: connections.headersTimeoutMs },
     // Route parameters up to the longest the schemas allow (a conversation id is at most 128 characters).
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
-    frameworkErrors: (error, _request, reply) => { answerFrameworkError(error, reply, MAX_PARAM_LENGTH) },
+    frameworkErrors: (error, request, reply) => {
+      reply.headers({ ...ROUTER_REFUSAL_HEADERS, 'x-request-id': request.id })
+      answerFrameworkError(error, reply, MAX_PARAM_LENGTH)
+    },
     clientErrorHandler: (error, socket) => { answerClientError(error, socket, connections.requestTimeoutMs) },
     // A number of hops becomes the function Fastify's types ask for (proxy-addr reads it the same way).
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,

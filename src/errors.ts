@@ -74,6 +74,7 @@ export const ForbiddenKeyError = kind('FORBIDDEN_KEY', 'The request uses the nam
 export const ValidationError = kind('VALIDATION_ERROR', '%s')
 export const BadRequestError = kind('BAD_REQUEST', '%s')
 export const UnauthorizedError = kind('UNAUTHORIZED', 'Unauthorized')
+export const KeyInUrlError = kind('UNAUTHORIZED', 'Unauthorized: send the API key in the Authorization header (Authorization: Bearer <key>), never in the URL')
 export const RouteNotFoundError = kind('ROUTE_NOT_FOUND', 'Route %s:%s not found')
 export const ConversationNotFoundError = kind('CONVERSATION_NOT_FOUND', 'Conversation not found')
 export const RequestTimeoutError = kind('REQUEST_TIMEOUT', 'The request was not received in time; it must arrive within %d seconds')

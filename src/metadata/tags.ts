@@ -133,8 +133,11 @@ function roundTo (value: number, decimals: number): number {
   return Number(value.toFixed(decimals)) + 0
 }
 
-/** Groups ExifTool reports about the file on disk (our temporary file's name, path, permissions): never shown. */
-const PRIVATE_GROUPS = new Set(['System', 'SourceFile'])
+/**
+ * Groups that describe the server rather than the image, never shown: our temporary copy (its name, path,
+ * permissions) and the ExifTool that read it (its version tells an attacker which of its flaws to try).
+ */
+const PRIVATE_GROUPS = new Set(['System', 'SourceFile', 'ExifTool'])
 
 /**
  * ExifTool's grouped JSON for `?full=true`, without what describes our temporary copy rather than the image, and
