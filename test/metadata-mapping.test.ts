@@ -121,4 +121,17 @@ describe('sniffImage', () => {
     expect(sniffImage(Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'))).toBeUndefined()
     expect(sniffImage(Buffer.alloc(0))).toBeUndefined()
   })
+
+  it('reads nothing past the bytes it is given, even when they are a view of a larger buffer', () => {
+    // A PNG cut inside its header chunk, as a short upload lands in Node's shared buffer pool: what follows it in
+    // the pool (here, a plausible IHDR) belongs to someone else and must not size it.
+    const pool = Buffer.alloc(64)
+    const cut = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex')
+    cut.copy(pool, 8)
+    pool.writeUInt32BE(4000, 24)
+    pool.writeUInt32BE(3000, 28)
+    const view = pool.subarray(8, 8 + cut.length)
+    expect(sniffImage(view)).toBeUndefined()
+    expect(sniffImage(pool.subarray(8, 32))).toEqual({ format: 'png', width: 4000, height: 3000 })
+  })
 })

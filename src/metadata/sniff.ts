@@ -36,7 +36,7 @@ export function sniffImage (bytes: Uint8Array): SniffedImage | undefined {
   if (heifFormatFromBrands(bytes) !== undefined) return readHeifInfo(bytes)
   let size
   try {
-    size = imageSize(bytes)
+    size = imageSize(ownBuffer(bytes))
   } catch {
     return undefined
   }
@@ -45,6 +45,16 @@ export function sniffImage (bytes: Uint8Array): SniffedImage | undefined {
   // image-size takes a JPEG XL on less evidence than its signature; the signature decides.
   if (format === 'jxl' && !isJpegXl(bytes)) return undefined
   return { format, width: size.width, height: size.height }
+}
+
+/**
+ * The bytes in an ArrayBuffer of exactly their length. image-size 2 reads through a DataView that ends at the end of
+ * the underlying buffer, not of the view: on a short file that is a slice of Node's shared buffer pool it would read
+ * whatever else lies there (a 16-byte PNG was "sized" from other requests' bytes). With a buffer of its own, a read
+ * past the end throws, and the file is refused.
+ */
+function ownBuffer (bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes)
 }
 
 /**
