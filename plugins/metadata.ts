@@ -12,10 +12,11 @@ import {
   MetadataMultipartBody,
   MetadataQuery
 } from '../schemas/metadata.ts'
-import { ImageTooLargeError, NoImageError, TooManyFilesError } from '../src/errors.ts'
+import { ImageTooLargeError, NoImageError, TooManyFilesError, UnsupportedContentTypeError } from '../src/errors.ts'
 import { decodeImageDataUri, maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
 import { describeImage, type ImageDescription } from '../src/metadata/describe.ts'
 import { receiveImage, type StoredImage } from '../src/metadata/intake.ts'
+import { acceptedContentTypes } from './error-envelope.ts'
 import multipartUploads, { IMAGE_FIELD, multipartError } from './multipart.ts'
 import { perMinute } from './rate-limit.ts'
 import scratch from './scratch.ts'
@@ -36,12 +37,12 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
   await fastify.register(scratch, { tempRoot: options.tempRoot })
   await fastify.register(multipartUploads, { maxUploadBytes })
 
-  // Bodies as sent (`"image": ["data:…"]` is a 400, not coerced into a string), and string lengths read, not counted
-  // character by character over a 25 MiB data URI; `?full=true` is still read as the boolean it documents.
+  // Bodies as sent (`"image": ["data:…"]` is a 400, not coerced into a string); `?full=true` is still read as the
+  // boolean it documents.
   const externalSchemas = fastify.getSchemas() as Parameters<ReturnType<typeof AjvCompiler>>[0]
   // OpenAPI's `format: binary` marks the multipart file; the multipart plugin enforces what it means.
   const plugins = [(ajv: Ajv) => ajv.addFormat('binary', true)]
-  const strict = AjvCompiler()(externalSchemas, { customOptions: { coerceTypes: false, unicode: false }, plugins })
+  const strict = AjvCompiler()(externalSchemas, { customOptions: { coerceTypes: false }, plugins })
   const coercing = AjvCompiler()(externalSchemas, { customOptions: {}, plugins })
   fastify.setValidatorCompiler((route) => route.httpPart === 'body' ? strict(route) : coercing(route))
   // Errors particular to this operation get the operation's own codes; the envelope plugin then renders them.
@@ -52,7 +53,8 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
   const formats = ImageFormats.join(', ')
   const common = {
     bodyLimit: maxDataUriBodyBytes(maxImageBytes),
-    config: { rateLimit: perMinute(options.rateLimit) }
+    config: { rateLimit: perMinute(options.rateLimit) },
+    preValidation: requireDeclaredBody
   }
   const schema = {
     tags: ['metadata'],
@@ -119,6 +121,18 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
   }
 }
 
+/**
+ * Fastify validates a body only against the schema of its own media type, and parses any media type some route
+ * declares: a JSON body sent to the multipart-only route, or no body at all, would reach the handler unchecked. No
+ * body is no image; a body of a media type this route does not declare is a 415.
+ */
+async function requireDeclaredBody (request: FastifyRequest): Promise<void> {
+  if (request.body === undefined && !request.isMultipart()) throw new NoImageError()
+  const mediaType = (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase()
+  const accepted = acceptedContentTypes(request)
+  if (!accepted.includes(mediaType)) throw new UnsupportedContentTypeError(accepted.join(', '))
+}
+
 /** The multipart `image` file, already received by the multipart plugin; only a file part counts. */
 function uploaded (request: FastifyRequest): StoredImage {
   if (request.uploadedImage === undefined) throw new NoImageError()
@@ -138,7 +152,6 @@ function toMetadataError (error: Error & Partial<FastifyError>, maxImageBytes: n
   return error
 }
 
-function isMissingImage (issue: { keyword: string, params: Record<string, unknown>, instancePath: string }): boolean {
-  return (issue.keyword === 'required' && issue.params['missingProperty'] === IMAGE_FIELD) ||
-    (issue.instancePath === `/${IMAGE_FIELD}` && issue.keyword === 'minLength')
+function isMissingImage (issue: { keyword: string, params: Record<string, unknown> }): boolean {
+  return issue.keyword === 'required' && issue.params['missingProperty'] === IMAGE_FIELD
 }

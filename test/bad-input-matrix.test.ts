@@ -437,6 +437,12 @@ const MULTIPART_CASES: Case[] = [
   { name: 'multipart: lines ending in LF alone', request: upload((f) => [{ name: 'image', filename: 'a.jpg', data: f.jpeg }], { eol: '\n' }), status: 400, code: 'MALFORMED_MULTIPART' },
   { name: 'multipart: ?full=maybe', request: upload((f) => [{ name: 'image', filename: 'a.jpg', data: f.jpeg }], { query: '?full=maybe' }), status: 400, code: 'VALIDATION_ERROR', message: 'querystring/full must be boolean' },
   { name: 'multipart: ?full=1 (only true and false are booleans)', request: upload((f) => [{ name: 'image', filename: 'a.jpg', data: f.jpeg }], { query: '?full=1' }), status: 400, code: 'VALIDATION_ERROR', message: 'querystring/full must be boolean' },
+  { name: 'metadata: no Content-Type, no body', request: () => ({ method: 'POST', path: '/v1/metadata', headers: AUTH }), status: 400, code: 'NO_IMAGE' },
+  { name: 'metadata file route: no Content-Type, no body', request: () => ({ method: 'POST', path: '/v1/metadata/file', headers: AUTH }), status: 400, code: 'NO_IMAGE' },
+  { name: 'metadata file route: a JSON body', request: (f) => ({ ...dataUriBody(() => `data:image/jpeg;base64,${base64(f.jpeg)}`)(f), path: '/v1/metadata/file' }), status: 415, code: 'UNSUPPORTED_CONTENT_TYPE', message: 'Content-Type must be one of: multipart/form-data' },
+  { name: 'metadata file route: an empty JSON object', request: (f) => ({ ...metadataJson(() => ({}))(f), path: '/v1/metadata/file' }), status: 415, code: 'UNSUPPORTED_CONTENT_TYPE' },
+  { name: 'multipart: a PNG cut inside its header chunk', request: imageFile((f) => f.png.subarray(0, 20), 'photo.png'), status: 415, code: 'UNSUPPORTED_IMAGE_FORMAT' },
+  { name: 'data URI: a PNG cut inside its header chunk', request: dataUriBody(() => 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=='), status: 415, code: 'UNSUPPORTED_IMAGE_FORMAT' },
   { name: 'multipart: the file route with ?full=maybe', request: upload((f) => [{ name: 'image', filename: 'a.jpg', data: f.jpeg }], { path: '/v1/metadata/file', query: '?full=maybe' }), status: 400, code: 'VALIDATION_ERROR' }
 ]
 

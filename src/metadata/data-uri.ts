@@ -17,6 +17,7 @@ const WHITESPACE_ALL = /[\t\n\r ]+/g
  * bytes decoded pass `maxBytes`.
  */
 export function * decodeImageDataUri (uri: string, maxBytes: number): Generator<Buffer> {
+  if (uri.length === 0) throw new NoImageError()
   const comma = uri.indexOf(',', 0)
   if (uri.slice(0, 5).toLowerCase() !== 'data:' || comma < 0 || comma > MAX_HEADER_LENGTH) throw new InvalidDataUriError()
   const [mediaType = '', ...parameters] = uri.slice('data:'.length, comma).split(';')
