@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { HEADERS_WITHOUT_HOOKS } from './security-headers.ts'
 import {
   BadRequestError,
   BodyTooLargeError,
@@ -147,7 +148,7 @@ export function answerFrameworkError (error: FastifyError, reply: FastifyReply, 
  * garbage request line, a NUL in a header, headers over the limit) or the request does not arrive in time: the same
  * envelope, written straight to the socket, which is then closed. Fastify's `clientErrorHandler`.
  */
-export function answerClientError (error: NodeJS.ErrnoException, socket: Socket, requestTimeoutMs: number): void {
+export function answerClientError (error: NodeJS.ErrnoException, socket: Socket, timeouts: { headersTimeoutMs: number, requestTimeoutMs: number }): void {
   if (!socket.writable) {
     socket.destroy()
     return
@@ -155,13 +156,20 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket,
   const known = error.code === 'HPE_HEADER_OVERFLOW'
     ? new HeadersTooLargeError()
     : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? new RequestTimeoutError(Math.round(requestTimeoutMs / 1000))
+      // Node names both timeouts alike: the message gives both limits.
+      ? new RequestTimeoutError(seconds(timeouts.headersTimeoutMs), seconds(timeouts.requestTimeoutMs))
       : new BadRequestError('The request is not valid HTTP/1.1')
   const body = JSON.stringify(envelope(known))
   socket.end(`HTTP/1.1 ${STATUS[known.code]} ${STATUS_CODES[STATUS[known.code]]}\r\n` +
     'Content-Type: application/json; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-    'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' + body)
+    Object.entries(HEADERS_WITHOUT_HOOKS).map(([name, value]) => `${name}: ${value}\r\n`).join('') +
+    'Connection: close\r\n\r\n' + body)
+}
+
+/** Milliseconds as seconds for people: whole when whole, else to one decimal. */
+function seconds (ms: number): string {
+  return String(Math.round(ms / 100) / 10)
 }
 
 function isClientFault (error: FastifyError): boolean {

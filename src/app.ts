@@ -15,7 +15,7 @@ import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
 import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
-import securityHeaders from '../plugins/security-headers.ts'
+import securityHeaders, { HEADERS_WITHOUT_HOOKS } from '../plugins/security-headers.ts'
 import requestId, { RequestLog, requestIdOf } from '../plugins/request-log.ts'
 
 export interface BuildOptions {
@@ -34,12 +34,6 @@ const API_ALIAS_PREFIX = '/api/v1/'
 
 /** The longest path parameter: a conversation id's maximum length. */
 const MAX_PARAM_LENGTH = 128
-
-/**
- * The router refuses a path that does not decode, or a parameter over MAX_PARAM_LENGTH, before any hook runs: the
- * headers the hooks would have set on the answer (the request id, no caching, no sniffing) are set with it.
- */
-const ROUTER_REFUSAL_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
 
 function trustHops (hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops
@@ -60,10 +54,12 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     // Route parameters up to the longest the schemas allow (a conversation id is at most 128 characters).
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (error, request, reply) => {
-      reply.headers({ ...ROUTER_REFUSAL_HEADERS, 'x-request-id': request.id })
+      // The router refuses a path that does not decode, or a parameter over MAX_PARAM_LENGTH, before any hook runs:
+      // the headers the hooks would have set (the request id, no caching, no sniffing) come with the refusal.
+      reply.headers({ ...HEADERS_WITHOUT_HOOKS, 'x-request-id': request.id })
       answerFrameworkError(error, reply, MAX_PARAM_LENGTH)
     },
-    clientErrorHandler: (error, socket) => { answerClientError(error, socket, connections.requestTimeoutMs) },
+    clientErrorHandler: (error, socket) => { answerClientError(error, socket, connections) },
     // A number of hops becomes the function Fastify's types ask for (proxy-addr reads it the same way).
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     genReqId: requestIdOf,

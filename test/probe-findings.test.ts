@@ -165,7 +165,7 @@ describe('slow and incomplete requests', () => {
     `Authorization: Bearer ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${contentLength}\r\n\r\n`
 
   const timedOut = envelope(408, 'REQUEST_TIMEOUT', 'Request Timeout',
-    `The request was not received in time; it must arrive within ${Math.round(REQUEST_TIMEOUT_MS / 1000)} seconds`)
+    `The request was not received in time: its headers must arrive within ${HEADERS_TIMEOUT_MS / 1000} seconds, all of it within ${REQUEST_TIMEOUT_MS / 1000} seconds`)
 
   it('a Content-Length larger than the body sent: 408 in the envelope within the request timeout', async () => {
     const before = app.t.logs.length
@@ -594,6 +594,9 @@ describe('headers of answers that carry positions and transcripts', () => {
     'x-permitted-cross-domain-policies': 'none'
   }
 
+  /** Of those, what answers written before any hook runs carry too. */
+  const WITHOUT_HOOKS = { 'content-security-policy': HELMET['content-security-policy'], 'referrer-policy': HELMET['referrer-policy'] }
+
   const headersOf = (response: Response, names: string[]): Record<string, string | null> =>
     Object.fromEntries(names.map((name) => [name, response.headers.get(name)]))
 
@@ -626,16 +629,16 @@ describe('headers of answers that carry positions and transcripts', () => {
   it.each([
     ['a parameter over 128 characters', `/v1/chat/conversations/${'y'.repeat(200)}`],
     ['a path that does not decode', '/v1/chat/conversations/%E0%A4%A']
-  ])('on the router\'s refusal of %s (before any hook runs): no-store, nosniff and the request id', async (_case, path) => {
+  ])('on the router\'s refusal of %s (before any hook runs): no-store, nosniff, the CSP, no referrer and the request id', async (_case, path) => {
     const answer = parseAnswer((await rawExchange(app.port, `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: probe-7\r\nConnection: close\r\n\r\n`)).text)
     expect(answer.status).toBe(400)
-    expect(answer.headers).toMatchObject({ ...NEVER_KEPT, 'x-request-id': 'probe-7' })
+    expect(answer.headers).toMatchObject({ ...NEVER_KEPT, ...WITHOUT_HOOKS, 'x-request-id': 'probe-7' })
   })
 
-  it('on an answer written straight to the socket (a request Node cannot parse): no-store and nosniff', async () => {
+  it('on an answer written straight to the socket (a request Node cannot parse): no-store, nosniff, the CSP, no referrer', async () => {
     const answer = parseAnswer((await rawExchange(app.port, 'HELLO THERE\r\n\r\n')).text)
     expect(answer.status).toBe(400)
-    expect(answer.headers).toMatchObject(NEVER_KEPT)
+    expect(answer.headers).toMatchObject({ ...NEVER_KEPT, ...WITHOUT_HOOKS })
   })
 })
 
