@@ -102,6 +102,8 @@ export function multipartError (error: Error & { code?: string }, request: Fasti
     case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
       return new MalformedMultipartError('the body is not multipart/form-data')
     case 'FST_MP_PREMATURE_CLOSE':
+    case 'ECONNRESET':
+      // The client closed the connection mid-body (the request stream's own "aborted"): nobody reads the answer.
       return new MalformedMultipartError('the request was closed before the body ended')
   }
   if (error.code !== undefined || request.multipartBodyRead) return error

@@ -19,7 +19,8 @@ export interface ScratchOptions {
 /**
  * The one owner of the scratch directory ExifTool reads from: created private (0700) when the app starts, removed
  * when it closes; each request's files are removed before its reply leaves (a client never sees an answer while
- * its upload still sits on disk), when the client goes away first, and in any case when the response is done.
+ * its upload still sits on disk), at once when the client goes away first (its ExifTool reads are abandoned too),
+ * and in any case when the response is done.
  */
 async function scratch (fastify: FastifyInstance, options: ScratchOptions): Promise<void> {
   const directory = await ScratchDirectory.create(options.tempRoot)
@@ -33,14 +34,28 @@ async function scratch (fastify: FastifyInstance, options: ScratchOptions): Prom
     return path
   })
 
-  // Each file once: taken off the list as it is removed, whichever hook gets there first.
+  // Taken off the list as they are removed, by whichever of onSend and onResponse comes first.
   const removeFiles = async (request: FastifyRequest): Promise<void> => {
     const files = request.scratchFiles?.splice(0) ?? []
     await Promise.all(files.map(async (path) => { await directory.removeFile(path) }))
   }
+  // Left on the list: a file whose path was handed out but which is not on disk yet is removed when the handler's
+  // reply is sent (it always is, into the closed connection).
+  const abandonFiles = async (request: FastifyRequest): Promise<void> => {
+    const files = request.scratchFiles ?? []
+    for (const path of files) fastify.metadataExtractor.abandon(path)
+    await Promise.all(files.map(async (path) => { await directory.removeFile(path) }))
+  }
+  fastify.addHook('onRequest', async (request, reply) => {
+    // The connection closed before the answer was written, during the upload or after it: Fastify's onRequestAbort
+    // covers only the first, and its onResponse waits for an answer that is never written.
+    reply.raw.once('close', () => {
+      if (reply.raw.writableFinished) return
+      abandonFiles(request).catch((error: unknown) => { request.log.warn({ err: error }, 'scratch file not removed') })
+    })
+  })
   fastify.addHook('onSend', async (request) => { await removeFiles(request) })
-  fastify.addHook('onRequestAbort', removeFiles)
   fastify.addHook('onResponse', removeFiles)
 }
 
-export default fp(scratch, { name: 'scratch', fastify: '5.x' })
+export default fp(scratch, { name: 'scratch', fastify: '5.x', dependencies: ['exiftool-pool'] })
