@@ -92,6 +92,7 @@ describe('entities in a message', () => {
     ['paid $49.99 and 20 euros on 2026-03-14', [['money', '$49.99'], ['money', '20 euros'], ['date', '2026-03-14']]],
     ['call 800 555 0100 or mail jo@x.org', [['number', '800'], ['number', '555'], ['number', '0100'], ['email', 'jo@x.org']]],
     ['see https://shop.example.com/a.', [['url', 'https://shop.example.com/a']]],
+    ['see https://shop.example.com/a!!b?!).', [['url', 'https://shop.example.com/a!!b']]],
     ['2nd of 3, 128gb, covid-19', [['number', '2nd'], ['number', '3']]],
     ['bought on the 2nd, arrived 3 days ago', [['date', '2026-11-02'], ['date', '2026-11-17']]],
     ['order 2026 of 12 items', [['number', '2026'], ['number', '12']]]

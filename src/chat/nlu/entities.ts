@@ -117,7 +117,7 @@ function recogniseTokens (text: string): EntitySpan[] {
     const next = tokens[i + 1]
     switch (token.kind) {
       case 'url':
-        span('url', token, token, token.text.replace(/[.,;:!?)\]}'"]+$/, ''))
+        span('url', token, token, withoutTrailingPunctuation(token.text))
         continue
       case 'email':
         span('email', token, token, token.text)
@@ -234,4 +234,17 @@ function answeredCode (message: string): string | undefined {
     code = token.text
   }
   return code
+}
+
+/** Sentence punctuation that follows a URL in text rather than belonging to it. */
+const URL_TRAILERS = new Set(['.', ',', ';', ':', '!', '?', ')', ']', '}', "'", '"'])
+
+/**
+ * A URL without the punctuation after it, trimmed from the end by a loop: the regular expression `[…]+$` would try
+ * every run of punctuation inside the URL too, quadratic on a URL of "!!!…" a customer can send.
+ */
+function withoutTrailingPunctuation (url: string): string {
+  let end = url.length
+  while (end > 0 && URL_TRAILERS.has(url[end - 1]!)) end--
+  return url.slice(0, end)
 }
