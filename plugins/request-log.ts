@@ -29,23 +29,49 @@ export class RequestLog extends LogController {
   override incomingRequest (): void {}
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = {
-      method: request.method,
-      route: request.routeOptions.url ?? null,
-      path: request.originalUrl.split('?')[0],
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 10) / 10,
-      ip: request.ip
-    }
+    // A request whose client left was logged when it left (below), once.
+    if (request.clientGone) return
+    const line = requestLine(request, reply.statusCode, reply.elapsedTime)
     if (error === null || error === undefined) request.log.info(line, 'request')
     else request.log.error({ ...line, err: error }, 'request')
   }
 }
 
-/** Echoes the request id to the client, errors included. */
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The connection closed before the answer was written: nobody will read it. */
+    clientGone: boolean
+  }
+}
+
+/** Nginx's status for a client that closed the request before it was answered; never sent, only logged. */
+const CLIENT_CLOSED_REQUEST = 499
+
+function requestLine (request: FastifyRequest, status: number, elapsedMs: number): Record<string, unknown> {
+  return {
+    method: request.method,
+    route: request.routeOptions.url ?? null,
+    path: request.originalUrl.split('?')[0],
+    status,
+    ms: Math.round(elapsedMs * 10) / 10,
+    ip: request.ip
+  }
+}
+
+/**
+ * Echoes the request id to the client, errors included; and logs the one line of a request whose client leaves
+ * before its answer (status 499), which Fastify never reports: its answer, if one comes, goes into a closed socket.
+ */
 async function requestId (fastify: FastifyInstance): Promise<void> {
+  fastify.decorateRequest('clientGone', false)
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
+    reply.raw.once('close', () => {
+      // An answer already handed over (whether or not it reached the client) is logged by requestCompleted.
+      if (reply.raw.writableEnded) return
+      request.clientGone = true
+      request.log.info(requestLine(request, CLIENT_CLOSED_REQUEST, reply.elapsedTime), 'request')
+    })
   })
 }
 

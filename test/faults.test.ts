@@ -298,6 +298,12 @@ describe('a client that goes away', () => {
     for (const path of paths) expect(readsOf(path), path).toBe(1)
     expect(extractor.failures).toEqual(failuresBefore)
     expect(errorLines(t.logs.slice(logsBefore))).toEqual([])
+    // Each abandoned request has its one log line, 499 (the client closed it), and no other.
+    const requestLines = t.logs.slice(logsBefore).map((line) => JSON.parse(line) as { msg: string, requestId: string, status: number })
+      .filter((line) => line.msg === 'request')
+    const gone = requestLines.filter((line) => line.status === 499)
+    expect(gone).toHaveLength(2)
+    for (const { requestId } of gone) expect(requestLines.filter((line) => line.requestId === requestId)).toHaveLength(1)
   })
 
   it('between two reads: a read of a file already removed is answered as abandoned, not tried again, no error', async () => {
