@@ -51,7 +51,7 @@ import type { Redis } from 'ioredis'
  * - chatNew: POST /v1/chat/send starting a conversation (sometimes with context.order_id, purchase_date, name).
  * - chatContinue: the next message of a conversation started earlier (its id sent back), scripts of 2–15 customer
  *   messages, so histories grow to 30 turns. Conversations are never sent two messages at once.
- * - transcript: GET /v1/chat/conversations/{id} of a conversation not busy; its turns must number 2 per message sent.
+ * - transcript: GET /v1/chat/conversations/{id}?user_id= of a conversation not busy; its turns must number 2 per message sent.
  * - metadata*: POST /v1/metadata; small: 640×480 and 1024×768 JPEGs, camera: a ~2 MB 3000×2000 JPEG; multipart
  *   (the file in `image`) or a JSON data URI.
  * The pool of open conversations balances itself: a continue with no idle conversation starts one, a new one past
@@ -523,7 +523,7 @@ class Traffic {
     return {
       kind: 'transcript',
       method: 'GET',
-      path: `/v1/chat/conversations/${encodeURIComponent(conversation.id)}`,
+      path: `/v1/chat/conversations/${encodeURIComponent(conversation.id)}?user_id=${encodeURIComponent(conversation.userId)}`,
       headers: { authorization: this.#authorization },
       check: (_status, body) => {
         const answer = parseJson(body) as { conversation_id?: unknown, turns?: unknown } | undefined
