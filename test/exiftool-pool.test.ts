@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest'
 import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
-import { until } from './support/processes.ts'
+import { isAlive, until } from './support/processes.ts'
 
 // The real ExifTool pool, its children stopped and killed with real signals.
 let images: ImageFactory
@@ -42,15 +42,6 @@ async function appWithFrozenChild (limits: { taskTimeoutMs: number, maxQueue: nu
   if (pid === undefined) throw new Error('the pool has no child after answering a request')
   process.kill(pid, 'SIGSTOP')
   return { testApp, extractor, pid }
-}
-
-function isAlive (pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 describe('the ExifTool pool', () => {

@@ -9,7 +9,7 @@ import { ReadRawTask } from 'exiftool-vendored/dist/ReadRawTask.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { AUTH, createTestApp, imageForm, listen, multipart, TEST_CHAT_CONFIG, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
-import { until } from './support/processes.ts'
+import { isAlive, until } from './support/processes.ts'
 import { freePort } from './support/servers.ts'
 
 // Faults, each asserted as the client sees it. Covered elsewhere, and not repeated here:
@@ -30,15 +30,6 @@ beforeAll(async () => {
   photo = await images.make('jpeg', { tags: CAMERA_TAGS })
 })
 afterAll(async () => { await images.close() })
-
-function alive (pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** Log lines at error level or above (pino: 50 error, 60 fatal). */
 function errorLines (lines: string[]): string[] {
@@ -77,7 +68,7 @@ describe('an ExifTool child stopped mid-request', () => {
     } finally {
       await t.close()
     }
-    await until(() => [...seen].every((pid) => !alive(pid)), 100, 50)
+    await until(() => [...seen].every((pid) => !isAlive(pid)), 100, 50)
   })
 })
 
@@ -222,10 +213,10 @@ describe('a client that goes away', () => {
   })
   afterAll(async () => {
     const pids = t.app.metadataExtractor.pids
-    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGCONT')
+    for (const pid of pids) if (isAlive(pid)) process.kill(pid, 'SIGCONT')
     await t.close()
     pool.mockRestore()
-    await until(() => pids.every((pid) => !alive(pid)), 100, 50)
+    await until(() => pids.every((pid) => !isAlive(pid)), 100, 50)
   })
 
   /** Sends `body` (all of it, or its first `sendBytes`) as a multipart POST, and leaves the connection open. */
@@ -293,7 +284,7 @@ describe('a client that goes away', () => {
     expect(extractor.abandoned).toEqual({ queued: 1, running: 1 })
 
     // The hung child is replaced after the task timeout, and its abandoned read is not tried again.
-    await until(() => !alive(child!), 300, 10)
+    await until(() => !isAlive(child!), 300, 10)
     await stillAnswers()
     for (const path of paths) expect(readsOf(path), path).toBe(1)
     expect(extractor.failures).toEqual(failuresBefore)

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
-import { until } from './support/processes.ts'
+import { isAlive, until } from './support/processes.ts'
 import { startService } from './support/servers.ts'
 
 // The real server process, started as a container would start it (`node src/server.ts`) and as `npm start` does,
@@ -47,15 +47,6 @@ function processTree (root: number): number[] {
 async function scratchFiles (): Promise<string[]> {
   const directories = (await readdir(tempRoot)).filter((name) => name.startsWith('chat-metadata-api-'))
   return (await Promise.all(directories.map(async (name) => await readdir(join(tempRoot, name)).catch(() => [])))).flat()
-}
-
-function alive (pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /** A multipart upload whose body is sent in two parts; the second only when `release` is called. */
@@ -116,7 +107,7 @@ describe.each([{ how: 'node' as const }, { how: 'npm' as const }])('SIGTERM to `
     expect(server.output()).toMatch(/"signal":"SIGTERM","msg":"closing"/)
     // No process of the server's is left, ExifTool's included, and its scratch directory is gone (npm and Node may
     // keep their own caches under TMPDIR).
-    await until(() => tree.every((pid) => !alive(pid)), 100, 50)
+    await until(() => tree.every((pid) => !isAlive(pid)), 100, 50)
     expect((await readdir(tempRoot)).filter((name) => name.startsWith('chat-metadata-api-'))).toEqual([])
   })
 })

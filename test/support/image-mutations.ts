@@ -1234,11 +1234,4 @@ export async function childProcessesOf (pid: number): Promise<Array<{ pid: numbe
   return children
 }
 
-export function isAlive (pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
+export { isAlive } from './processes.ts'

@@ -32,3 +32,13 @@ export async function until (condition: () => boolean | Promise<boolean>, tries 
   }
   throw new Error(`condition never held in ${tries * intervalMs} ms`)
 }
+
+/** Whether a process of this id exists (signal 0 checks without signalling). */
+export function isAlive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
