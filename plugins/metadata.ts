@@ -13,10 +13,11 @@ import {
   MetadataQuery
 } from '../schemas/metadata.ts'
 import { ImageTooLargeError, NoImageError, TooManyFilesError, UnsupportedContentTypeError } from '../src/errors.ts'
-import { decodeImageDataUri, maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
+import { maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
 import { describeImage, type ImageDescription } from '../src/metadata/describe.ts'
-import { receiveImage, type StoredImage } from '../src/metadata/intake.ts'
+import type { StoredImage } from '../src/metadata/intake.ts'
 import { acceptedContentTypes } from './error-envelope.ts'
+import jsonImageBody from './json-image-body.ts'
 import multipartUploads, { IMAGE_FIELD, multipartError } from './multipart.ts'
 import { perMinute } from './rate-limit.ts'
 import scratch from './scratch.ts'
@@ -36,6 +37,7 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
   const { maxImageBytes, maxUploadBytes } = options
   await fastify.register(scratch, { tempRoot: options.tempRoot })
   await fastify.register(multipartUploads, { maxUploadBytes })
+  await fastify.register(jsonImageBody, { maxImageBytes })
 
   // Bodies as sent (`"image": ["data:…"]` is a 400, not coerced into a string); `?full=true` is still read as the
   // boolean it documents.
@@ -107,17 +109,8 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
   }, describe)
 
   async function describe (request: FastifyRequest<{ Querystring: { full?: boolean } }>): Promise<ImageDescription> {
-    const image = request.isMultipart() ? uploaded(request) : await received(request)
     const readers = { extractor: fastify.metadataExtractor, contentCredentials: fastify.contentCredentialsVerifier }
-    return await describeImage(readers, image, { full: request.query.full === true })
-  }
-
-  async function received (request: FastifyRequest): Promise<StoredImage> {
-    const { image } = request.body as MetadataJsonBody
-    return await receiveImage(decodeImageDataUri(image, maxImageBytes), {
-      scratchFile: (extension) => request.scratchFile(extension),
-      maxBytes: maxImageBytes
-    })
+    return await describeImage(readers, uploaded(request), { full: request.query.full === true })
   }
 }
 
@@ -133,8 +126,12 @@ async function requireDeclaredBody (request: FastifyRequest): Promise<void> {
   if (!accepted.includes(mediaType)) throw new UnsupportedContentTypeError(accepted.join(', '))
 }
 
-/** The multipart `image` file, already received by the multipart plugin; only a file part counts. */
+/**
+ * The image, already received while the body was read: the multipart `image` file (only a file part counts), or the
+ * JSON data URI. A data URI refused then is refused now, after the request's own checks, as when it was decoded here.
+ */
 function uploaded (request: FastifyRequest): StoredImage {
+  if (request.imageRefused !== undefined) throw request.imageRefused
   if (request.uploadedImage === undefined) throw new NoImageError()
   return request.uploadedImage
 }
@@ -142,7 +139,8 @@ function uploaded (request: FastifyRequest): StoredImage {
 function toMetadataError (error: Error & Partial<FastifyError>, maxImageBytes: number, maxUploadBytes: number): Error {
   if (error.validationContext === 'body' && error.validation?.some(isMissingImage)) return new NoImageError()
   switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+    case 'BODY_TOO_LARGE':
+      // Only a JSON body has a body limit (plugins/json-image-body.ts): the size of the largest data URI.
       return new ImageTooLargeError(maxImageBytes)
     case 'FST_REQ_FILE_TOO_LARGE':
       return new ImageTooLargeError(maxUploadBytes)

@@ -7,7 +7,10 @@ import { receiveImage, type StoredImage } from '../src/metadata/intake.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The multipart `image` file, received whole and checked: on disk in the scratch directory. */
+    /**
+     * The image of the body, received whole and checked: on disk in the scratch directory. Set by this plugin for the
+     * multipart `image` file, by plugins/json-image-body.ts for a JSON data URI.
+     */
     uploadedImage: StoredImage | undefined
     /** File parts seen so far in this multipart body, whatever their field. */
     multipartFileCount: number
@@ -33,7 +36,7 @@ export const MAX_FIELD_BYTES = 64 * 1024
  * route's schema validates and documents both request variants. Depends on the scratch plugin.
  */
 async function multipartUploads (fastify: FastifyInstance, options: MultipartOptions): Promise<void> {
-  fastify.decorateRequest('uploadedImage', undefined)
+  if (!fastify.hasRequestDecorator('uploadedImage')) fastify.decorateRequest('uploadedImage', undefined)
   fastify.decorateRequest('multipartFileCount', 0)
   fastify.decorateRequest('multipartBodyRead', false)
 

@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CAMERA_TAGS, dataUri, ImageFactory } from './support/images.ts'
+import { until } from './support/processes.ts'
 import { startService, stopService, type ServiceProcess } from './support/servers.ts'
 
 // Camera raw files run to tens or hundreds of megabytes: a multipart upload streams to disk, hashed on the way,
@@ -13,17 +16,27 @@ const MIB = 1024 * 1024
 let service: ServiceProcess
 let images: ImageFactory
 let photo: Buffer
+/** The service's TMPDIR, where it makes its scratch directory. */
+let tempRoot: string
 
 beforeAll(async () => {
   images = new ImageFactory()
   photo = await images.make('jpeg', { width: 320, height: 240, tags: CAMERA_TAGS })
-  service = await startService({ API_KEYS: API_KEY, RATE_LIMIT_METADATA_PER_MIN: '0' })
+  tempRoot = await mkdtemp(join(tmpdir(), 'large-upload-'))
+  service = await startService({ API_KEYS: API_KEY, RATE_LIMIT_METADATA_PER_MIN: '0', TMPDIR: tempRoot })
 }, 60_000)
 
 afterAll(async () => {
   await stopService(service)
   await images.close()
+  await rm(tempRoot, { recursive: true, force: true })
 })
+
+/** Files in the service's scratch directory now. */
+async function scratchFiles (): Promise<string[]> {
+  const [scratch] = await readdir(tempRoot)
+  return scratch === undefined ? [] : await readdir(join(tempRoot, scratch))
+}
 
 /** The service's resident memory now, from /proc. */
 async function residentBytes (pid: number): Promise<number> {
@@ -135,5 +148,105 @@ describe('a large camera file as a multipart upload', () => {
     })
     expect(response.status).toBe(413)
     expect(await response.json()).toMatchObject({ code: 'IMAGE_TOO_LARGE', message: `The image is larger than the limit of ${25 * MIB} bytes` })
+  }, 60_000)
+})
+
+describe('large images as JSON data URIs', () => {
+  const bigImage = (): Buffer => Buffer.concat([photo, Buffer.alloc(25 * 1000 * 1000 - photo.length)])
+
+  it('eight at once, 25 MB each (34 MB bodies): memory bounded while they are read', async () => {
+    const pid = service.child.pid!
+    const image = bigImage()
+    const body = JSON.stringify({ image: dataUri(image, 'image/jpeg') })
+    const before = await residentBytes(pid)
+    let peak = before
+    const sampler = setInterval(() => {
+      residentBytes(pid).then((bytes) => { peak = Math.max(peak, bytes) }, () => {})
+    }, 10)
+    let answers
+    try {
+      answers = await Promise.all(Array.from({ length: 8 }, async () => {
+        const response = await fetch(`http://127.0.0.1:${service.port}/v1/metadata`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+          body
+        })
+        return { status: response.status, body: await response.json() as Record<string, unknown> }
+      }))
+    } finally {
+      clearInterval(sampler)
+    }
+    for (const answer of answers) expect(answer).toMatchObject({ status: 200, body: { format: 'jpeg', filesize_bytes: image.length } })
+    // The body is streamed (plugins/json-image-body.ts): neither it, nor the data URI, nor the image is ever whole in
+    // memory; what grows is the garbage of network chunks between collections. Read whole, the eight took 77 MiB
+    // each (307 -> 922 MiB); streamed, 90-120 MiB for all eight when they come first, less after other uploads.
+    console.log(`8 data URIs of ${(body.length / MIB).toFixed(1)} MiB: RSS ${(before / MIB).toFixed(0)} -> peak ${(peak / MIB).toFixed(0)} MiB, ${((peak - before) / MIB).toFixed(1)} MiB in all`)
+    expect(peak - before).toBeLessThan(300 * 1000 * 1000)
+    // Not asserted: what the process keeps afterwards is the allocators' choice (glibc keeps the freed network
+    // buffers in its heap, V8 its pages), about as much as after eight multipart uploads of the same size; a second
+    // burst reuses it rather than adding to it.
+    await new Promise((resolve) => setTimeout(resolve, 3000))
+    const after = await residentBytes(pid)
+    console.log(`RSS 3 s after: ${(after / MIB).toFixed(0)} MiB`)
+  }, 120_000)
+
+  it('a chunked body far over the limit is refused once the limit is passed, without being read to its end', async () => {
+    // No Content-Length to refuse it by: the service counts the bytes as they arrive (Fastify does not, for a body
+    // parsed as a stream). The image is the photo followed by zero bytes ("A" in base64), 150 MiB of them.
+    const head = Buffer.from(`{"image":"data:image/jpeg;base64,${photo.subarray(0, photo.length - (photo.length % 3)).toString('base64')}`)
+    const zeros = Buffer.alloc(MIB, 'A')
+    let sent = 0
+    async function * body (): AsyncGenerator<Buffer> {
+      yield head
+      for (let piece = 0; piece < 150; piece++) {
+        sent += zeros.length
+        yield zeros
+      }
+      yield Buffer.from('"}')
+    }
+    const answer = await new Promise<{ status: number, body: Record<string, unknown> }>((resolve, reject) => {
+      const outgoing = request({
+        host: '127.0.0.1',
+        port: service.port,
+        method: 'POST',
+        path: '/v1/metadata',
+        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' }
+      }, (response) => {
+        let text = ''
+        response.on('data', (chunk: Buffer) => { text += chunk.toString() })
+        response.on('end', () => { resolve({ status: response.statusCode!, body: JSON.parse(text) }) })
+        response.on('error', reject)
+      })
+      // The service closes the connection with its answer: the rest of the body cannot be sent.
+      outgoing.on('error', () => {})
+      Readable.from(body()).pipe(outgoing)
+    })
+    expect(answer).toEqual({
+      status: 413,
+      body: { statusCode: 413, code: 'IMAGE_TOO_LARGE', error: 'Payload Too Large', message: `The image is larger than the limit of ${25 * MIB} bytes` }
+    })
+    expect(sent).toBeLessThan(60 * MIB)
+    expect(await scratchFiles()).toEqual([])
+  }, 60_000)
+
+  it('a client that leaves mid-body leaves nothing on disk and no error in the log', async () => {
+    const body = Buffer.from(JSON.stringify({ image: dataUri(bigImage(), 'image/jpeg') }))
+    const loggedBefore = service.output().length
+    const outgoing = request({
+      host: '127.0.0.1',
+      port: service.port,
+      method: 'POST',
+      path: '/v1/metadata',
+      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json', 'content-length': body.length }
+    })
+    outgoing.on('error', () => {})
+    // Past the head the intake holds in memory before it opens the file: 3 MiB of base64 is over 2 MiB of image.
+    outgoing.write(body.subarray(0, 3 * MIB))
+    await until(async () => (await scratchFiles()).length === 1, 500)
+    outgoing.destroy()
+    await until(async () => (await scratchFiles()).length === 0, 500)
+    await until(() => service.output().slice(loggedBefore).includes('"status":499'), 500)
+    const lines = service.output().slice(loggedBefore).split('\n').filter((line) => line.startsWith('{'))
+    expect(lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50)).toEqual([])
   }, 60_000)
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { captureTime, toIsoDateTime } from '../src/metadata/capture-time.ts'
-import { decodeImageDataUri, maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
+import { DataUriDecoder, maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
 import { sniffImage } from '../src/metadata/sniff.ts'
 import { cameraFrom, gpsFrom, groupedTagsFrom } from '../src/metadata/tags.ts'
 
@@ -72,8 +72,21 @@ describe('groupedTagsFrom', () => {
   })
 })
 
-describe('decodeImageDataUri', () => {
-  const decoded = (uri: string, maxBytes = 100): Buffer => Buffer.concat([...decodeImageDataUri(uri, maxBytes)])
+describe('DataUriDecoder', () => {
+  /** The URI fed to a decoder in pieces of `pieceLength` characters; every chunk of bytes it gave. */
+  const chunksOf = (uri: string, maxBytes: number, pieceLength = uri.length || 1): Buffer[] => {
+    const decoder = new DataUriDecoder(maxBytes)
+    const chunks: Buffer[] = []
+    for (let at = 0; at < uri.length; at += pieceLength) {
+      // Copied: the decoder reuses its buffer.
+      const bytes = decoder.write(uri.slice(at, at + pieceLength))
+      if (bytes !== undefined) chunks.push(Buffer.from(bytes))
+    }
+    const last = decoder.end()
+    if (last !== undefined) chunks.push(Buffer.from(last))
+    return chunks
+  }
+  const decoded = (uri: string, maxBytes = 100, pieceLength?: number): Buffer => Buffer.concat(chunksOf(uri, maxBytes, pieceLength))
 
   it('decodes with parameters before ;base64 and any case in the scheme', () => {
     expect(decoded('DATA:image/PNG;name=a.png;base64,aGk=')).toEqual(Buffer.from('hi'))
@@ -84,12 +97,44 @@ describe('decodeImageDataUri', () => {
     expect(decoded('data:image/png;base64,aGVsbG8=', 5)).toEqual(Buffer.from('hello'))
   })
 
-  it('decodes a large image in chunks, each a whole number of base64 quanta, whitespace anywhere', () => {
+  it('decodes a large image piece by piece, each chunk a whole number of base64 quanta, whitespace anywhere', () => {
     const bytes = Buffer.from(Array.from({ length: 3_000_001 }, (_, index) => (index * 7919) % 251))
     const wrapped = bytes.toString('base64').replace(/(.{76})/g, '$1\r\n')
-    const chunks = [...decodeImageDataUri(`data:image/jpeg;base64,${wrapped}`, 4_000_000)]
+    const chunks = chunksOf(`data:image/jpeg;base64,${wrapped}`, 4_000_000, 65_537)
     expect(chunks.length).toBeGreaterThan(2)
+    expect(chunks.slice(0, -1).every((chunk) => chunk.length % 3 === 0)).toBe(true)
     expect(Buffer.concat(chunks)).toEqual(bytes)
+  })
+
+  it('gives the same bytes and the same refusals however the text is cut', () => {
+    const uris = [
+      'data:image/png;name=a.png;base64,aGVsbG8gd29ybGQ=', 'data:image/png;base64,aGVsbG8gd29ybGQ', 'data:image/png;base64,aGVs\r\nbG8g d29y\tbGQ=',
+      'data:image/png;base64,aGVsbG8gd29ybG=Q', 'data:image/png;base64,aGVsbG8gd29ybGQ===', 'data:image/png;base64,aGVsb', 'data:text/plain;base64,aGk=',
+      'data:image/png;base64,aG= =', 'data:image/png;base64, \r\n'
+    ]
+    const outcome = (uri: string, pieceLength?: number): string => {
+      try {
+        return decoded(uri, 100, pieceLength).toString('hex')
+      } catch (error) {
+        return (error as { code: string }).code
+      }
+    }
+    for (const uri of uris) {
+      const whole = outcome(uri)
+      for (let pieceLength = 1; pieceLength < uri.length; pieceLength++) expect(outcome(uri, pieceLength), `${uri} in pieces of ${pieceLength}`).toBe(whole)
+    }
+    expect(uris.map((uri) => outcome(uri))).toEqual([
+      '68656c6c6f20776f726c64', '68656c6c6f20776f726c64', '68656c6c6f20776f726c64',
+      'INVALID_BASE64', 'INVALID_BASE64', 'INVALID_BASE64', 'NOT_AN_IMAGE_MEDIA_TYPE', '68', 'NO_IMAGE'
+    ])
+  })
+
+  it('keeps the header it read, for people', () => {
+    const decoder = new DataUriDecoder(100)
+    decoder.write('data:image/png;name=a.png;ba')
+    expect(decoder.header).toBeUndefined()
+    decoder.write('se64,aGk=')
+    expect(decoder.header).toBe('data:image/png;name=a.png;base64')
   })
 
   it.each([
@@ -98,6 +143,8 @@ describe('decodeImageDataUri', () => {
     ['data:image/png;base64,aGk=x', 'INVALID_BASE64'],
     ['data:image/png;base64,a$k=', 'INVALID_BASE64'],
     ['data:image/png;base64,', 'NO_IMAGE'],
+    ['', 'NO_IMAGE'],
+    ['data:image/png;base64', 'INVALID_DATA_URI'],
     ['data:image/png;base64,\r\n', 'NO_IMAGE'],
     ['data:image/png,aGk=', 'INVALID_DATA_URI'],
     ['image/png;base64,aGk=', 'INVALID_DATA_URI'],

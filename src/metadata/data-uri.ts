@@ -3,57 +3,108 @@ import { ImageTooLargeError, InvalidBase64Error, InvalidDataUriError, NoImageErr
 /** The header `data:<type>/<subtype>[;param=value…];base64,` ends within this many characters, or it is no image URI. */
 const MAX_HEADER_LENGTH = 512
 const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i
-/** Base64 characters decoded at a time: 768 KiB of bytes per chunk (a multiple of 4, so chunks decode alone). */
-const CHUNK_CHARACTERS = 1024 * 1024
 const ALPHABET_ONLY = /^[A-Za-z0-9+/]*$/
+const PADDING_ONLY = /^=*$/
 const WHITESPACE = /[\t\n\r ]/
 const WHITESPACE_ALL = /[\t\n\r ]+/g
 
 /**
- * Decodes `data:image/<subtype>;base64,<data>`, one chunk of bytes at a time: the string is checked and decoded in
- * slices, so no regular expression runs over the whole image, its characters are never counted one by one, and the
- * bytes never exist whole in memory (the intake writes each chunk to disk). The declared subtype is not trusted: the
- * format is decided from the bytes. Throws the service's errors for anything else, IMAGE_TOO_LARGE as soon as the
- * bytes decoded pass `maxBytes`.
+ * Decodes `data:image/<subtype>;base64,<data>` as its text arrives, piece by piece (the pieces of a JSON string as
+ * the body streams in): each piece is checked and decoded on its own, so no regular expression runs over the whole
+ * image and neither its text nor its bytes ever exist whole in memory (the intake writes each piece's bytes to disk).
+ * The bytes are decoded into one buffer, reused: what `write` and `end` return is valid until the next call (the
+ * intake copies it at once), so decoding a 25 MB image leaves no garbage behind. Base64 may be wrapped over lines,
+ * and its padding left out. The declared subtype is not trusted: the format is decided from the bytes. Throws the
+ * service's errors for anything else, IMAGE_TOO_LARGE as soon as the bytes decoded pass `maxBytes`.
  */
-export function * decodeImageDataUri (uri: string, maxBytes: number): Generator<Buffer> {
-  if (uri.length === 0) throw new NoImageError()
-  const comma = uri.indexOf(',', 0)
-  if (uri.slice(0, 5).toLowerCase() !== 'data:' || comma < 0 || comma > MAX_HEADER_LENGTH) throw new InvalidDataUriError()
-  const [mediaType = '', ...parameters] = uri.slice('data:'.length, comma).split(';')
+export class DataUriDecoder {
+  readonly #maxBytes: number
+  #received = false
+  /** The text before the comma, while it is being read; then the whole header. */
+  #header = ''
+  #inData = false
+  /** Base64 characters not decoded yet: fewer than four, so that every piece decodes alone. */
+  #carry = ''
+  /** Base64 characters seen, padding left out; then the padding, which only the end may hold. */
+  #dataCharacters = 0
+  #padding = 0
+  #decodedBytes = 0
+  #output = Buffer.alloc(0)
+
+  constructor (maxBytes: number) {
+    this.#maxBytes = maxBytes
+  }
+
+  /** `data:<type>/<subtype>[;…];base64` once the comma has been read; what the URI declares, for people. */
+  get header (): string | undefined {
+    return this.#inData ? this.#header : undefined
+  }
+
+  /** The next piece of the URI's text; the bytes it completes, if any, until the next call. */
+  write (text: string): Buffer | undefined {
+    if (text.length === 0) return undefined
+    this.#received = true
+    if (!this.#inData) {
+      const comma = text.indexOf(',')
+      this.#header += comma < 0 ? text : text.slice(0, comma)
+      if (this.#header.length > MAX_HEADER_LENGTH) throw new InvalidDataUriError()
+      if (comma < 0) return undefined
+      checkHeader(this.#header)
+      this.#inData = true
+      return this.#decode(text.slice(comma + 1))
+    }
+    return this.#decode(text)
+  }
+
+  /** The URI has ended: the last bytes, if any (until the next call). Throws NO_IMAGE when it held none. */
+  end (): Buffer | undefined {
+    if (!this.#received) throw new NoImageError()
+    if (!this.#inData) throw new InvalidDataUriError()
+    const length = this.#dataCharacters + this.#padding
+    if (length % 4 === 1 || (this.#padding > 0 && length % 4 !== 0)) throw new InvalidBase64Error()
+    const last = this.#carry.length > 0 ? this.#bytes(this.#carry) : undefined
+    this.#carry = ''
+    if (this.#decodedBytes === 0) throw new NoImageError()
+    return last
+  }
+
+  #decode (text: string): Buffer | undefined {
+    // Some encoders wrap base64 at 76 columns; the line breaks carry no data.
+    let data = WHITESPACE.test(text) ? text.replace(WHITESPACE_ALL, '') : text
+    if (data.length === 0) return undefined
+    // Padding can only end the data: once it has begun, nothing else may follow.
+    const padding = this.#padding > 0 ? 0 : data.indexOf('=')
+    if (padding >= 0) {
+      const tail = data.slice(padding)
+      this.#padding += tail.length
+      if (!PADDING_ONLY.test(tail) || this.#padding > 2) throw new InvalidBase64Error()
+      data = data.slice(0, padding)
+    }
+    if (!ALPHABET_ONLY.test(data)) throw new InvalidBase64Error()
+    this.#dataCharacters += data.length
+    const pending = this.#carry + data
+    const whole = pending.length - (pending.length % 4)
+    this.#carry = pending.slice(whole)
+    return whole === 0 ? undefined : this.#bytes(pending.slice(0, whole))
+  }
+
+  /** Whole quanta (or the unpadded last one), decoded into the reused buffer. */
+  #bytes (base64: string): Buffer {
+    const size = Math.ceil(base64.length / 4) * 3
+    if (this.#output.length < size) this.#output = Buffer.allocUnsafeSlow(Math.max(size, 2 * this.#output.length))
+    const length = this.#output.write(base64, 0, size, 'base64')
+    this.#decodedBytes += length
+    if (this.#decodedBytes > this.#maxBytes) throw new ImageTooLargeError(this.#maxBytes)
+    return this.#output.subarray(0, length)
+  }
+}
+
+/** `data:<type>/<subtype>[;param=value…];base64`: an image media type, base64 the last parameter. */
+function checkHeader (header: string): void {
+  if (header.slice(0, 5).toLowerCase() !== 'data:') throw new InvalidDataUriError()
+  const [mediaType = '', ...parameters] = header.slice('data:'.length).split(';')
   if (parameters.at(-1)?.toLowerCase() !== 'base64' || !MEDIA_TYPE.test(mediaType)) throw new InvalidDataUriError()
   if (!mediaType.toLowerCase().startsWith('image/')) throw new NotAnImageMediaTypeError(mediaType.toLowerCase())
-
-  const start = comma + 1
-  if (start === uri.length) throw new NoImageError()
-
-  let carry = ''
-  let decodedBytes = 0
-  for (let at = start; at < uri.length; at += CHUNK_CHARACTERS) {
-    let slice = carry + uri.slice(at, at + CHUNK_CHARACTERS)
-    // Some encoders wrap base64 at 76 columns; the line breaks carry no data.
-    if (WHITESPACE.test(slice)) slice = slice.replace(WHITESPACE_ALL, '')
-    if (at + CHUNK_CHARACTERS < uri.length) {
-      // Each slice but the last ends on a multiple of four characters, so that it decodes alone; padding cannot
-      // appear before the end.
-      const whole = slice.length - (slice.length % 4)
-      carry = slice.slice(whole)
-      slice = slice.slice(0, whole)
-      if (!ALPHABET_ONLY.test(slice)) throw new InvalidBase64Error()
-    } else {
-      const padding = slice.endsWith('==') ? 2 : slice.endsWith('=') ? 1 : 0
-      const data = slice.slice(0, slice.length - padding)
-      const length = slice.length
-      if (!ALPHABET_ONLY.test(data) || length % 4 === 1 || (padding > 0 && length % 4 !== 0)) throw new InvalidBase64Error()
-      slice = data
-    }
-    if (slice.length === 0) continue
-    const bytes = Buffer.from(slice, 'base64')
-    decodedBytes += bytes.length
-    if (decodedBytes > maxBytes) throw new ImageTooLargeError(maxBytes)
-    yield bytes
-  }
-  if (decodedBytes === 0) throw new NoImageError()
 }
 
 /** The longest JSON body that can carry an image of `maxBytes` as a data URI, with room for the envelope. */
