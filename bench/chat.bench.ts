@@ -1,135 +1,115 @@
 /**
- * Speed of the support assistant, measured rather than asserted in tests.
- *
- *   npm run bench:chat                    # HTTP runs of 10 s each
- *   BENCH_SECONDS=3 npm run bench:chat    # shorter (or longer, up to 120) HTTP runs
- *
- * 1. Training: the default domain pack's understanding (model, 3 seeds, and rejector, 5 folds) trained in a fresh
- *    process, then read back from the model cache as a start does; understanding time per message (median and p99,
- *    each message timed alone) over the project's held-out messages (test/fixtures/*heldout*.csv).
- * 2. POST /v1/chat/send under autocannon (8 connections), a new conversation per request, with conversations in
- *    memory and in the Redis on 127.0.0.1:6379 (REDIS_URL overrides). The server runs in a child process forked
- *    from this file so autocannon does not share its event loop.
- * Output: a table, then one JSON line (the last line). Exit code 1 when any HTTP request was not 2xx or failed.
+ * POST /v1/chat/send against a bare Fastify route (chat.bare-route.ts) with the same validation, bearer check and
+ * reply shape, side by side at 64 connections: new conversations and continuing ones in memory, new ones in Redis.
  */
-import { fork } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
-import { cpus, loadavg } from 'node:os'
-import { createRequire } from 'node:module'
-import { timeClassification } from '../scripts/classification-timing.ts'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { connect } from 'node:net'
+import { httpSide, type HttpRequest } from './support/load.ts'
+import type { Options } from './support/options.ts'
+import { forkChild, startService, type Child } from './support/processes.ts'
+import type { PartResult } from './support/report.ts'
+import { compare, log, type Comparison } from './support/rounds.ts'
 
-const SERVER_FLAG = '--bench-server'
-const CONNECTIONS = 8
-const API_KEY = `bench-${randomUUID()}`
+const CONNECTIONS = 64
+/** Continuing: 4 conversations per connection, each started with 10–25 messages (20–50 turns with the replies). */
+const CONVERSATIONS = 4 * CONNECTIONS
 const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379'
+const SERVICE = 'service'
+const BARE = 'bare route'
 const MESSAGES = [
   'where is my order #A-10042?',
   'i want my money back for the shoes',
   'how do I reset my password',
   'what payment methods do you accept',
+  'the parcel arrived damaged, what now?',
+  'can I change the delivery address',
+  'do you ship to Norway',
   'can I talk to a real person please'
 ]
 
-if (process.argv.includes(SERVER_FLAG)) await serve()
-else await main()
-
-async function serve (): Promise<void> {
-  const { buildApp } = await import('../src/app.ts')
-  const { loadConfig } = await import('../src/config.ts')
-  const redisUrl = process.env['BENCH_REDIS_URL']
-  // The service's own defaults, as `npm start` reads them, but for the key, one ExifTool process and no rate limit.
-  const app = await buildApp(loadConfig({
-    API_KEYS: apiKeyFromParent(),
-    EXIFTOOL_PROCS: '1',
-    RATE_LIMIT_CHAT_PER_MIN: '0',
-    REDIS_KEY_PREFIX: `chat-metadata-api-bench:${randomUUID()}:`,
-    CONVERSATION_TTL_SECONDS: '120',
-    ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl })
-  }), { logStream: { write () {} } })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const address = app.server.address()
-  if (address === null || typeof address === 'string') throw new Error('server has no TCP address')
-  process.send?.({ port: address.port })
-  process.on('message', () => {
-    app.close().then(() => process.exit(0), () => process.exit(1))
-  })
-}
-
-function apiKeyFromParent (): string {
-  const key = process.env['BENCH_API_KEY']
-  if (key === undefined) throw new Error('BENCH_API_KEY is not set')
-  return key
-}
-
-async function main (): Promise<void> {
-  const seconds = Math.min(120, Math.max(1, Number(process.env['BENCH_SECONDS'] ?? 10)))
-  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, load ${loadavg().map((n) => n.toFixed(2)).join(' ')}, node ${process.version}`)
-
-  const understanding = await measureUnderstanding()
-  console.log(`intent model: trained in ${understanding.trainingMs.toFixed(0)} ms (cold), read from the cache in ${understanding.cacheMs.toFixed(0)} ms; ` +
-    `${understanding.medianUs.toFixed(1)} µs per message median, ${understanding.p99Us.toFixed(1)} p99 ` +
-    `(${understanding.messages} held-out messages, each timed alone)`)
-
-  const runs = []
-  for (const [name, redisUrl] of [['memory', undefined], ['redis', REDIS_URL]] as const) {
-    const result = await httpRun(seconds, redisUrl)
-    runs.push({ store: name, ...result })
-    console.log(`POST /v1/chat/send, conversations in ${name.padEnd(6)}: ${result.requestsPerSecond.toFixed(0)} req/s, ` +
-      `latency p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, non-2xx ${result.non2xx}, errors ${result.errors}`)
+export default async function chat (options: Options): Promise<PartResult> {
+  const apiKey = `bench-${randomBytes(12).toString('hex')}`
+  const children: Child[] = []
+  const start = async (env: Record<string, string>): Promise<Child> => {
+    const child = await startService({ API_KEYS: apiKey, ...env })
+    children.push(child)
+    return child
   }
-  console.log(JSON.stringify({ understanding, http: runs, seconds, connections: CONNECTIONS }))
-  if (runs.some((run) => run.non2xx > 0 || run.errors > 0)) process.exitCode = 1
-}
-
-async function measureUnderstanding (): Promise<{ trainingMs: number, cacheMs: number, medianUs: number, p99Us: number, messages: number }> {
-  const { readdirSync } = await import('node:fs')
-  const { loadDomainPack } = await import('../src/chat/domain-pack/load.ts')
-  const { readLabelledMessages } = await import('../src/chat/evaluation/intents.ts')
-  const { trainedForPack } = await import('../src/chat/nlu/model-cache.ts')
-  const { Understander } = await import('../src/chat/nlu/understand.ts')
-  const { DEFAULT_MODEL_CACHE: cache } = await import('../src/chat/nlu/model-cache.ts')
-  const pack = loadDomainPack()
-  let start = performance.now()
-  trainedForPack(pack, undefined)
-  const trainingMs = performance.now() - start
-  trainedForPack(pack, cache)
-  start = performance.now()
-  const understander = new Understander(trainedForPack(pack, cache).trained, pack.understanding)
-  const cacheMs = performance.now() - start
-  const fixtures = new URL('../test/fixtures/', import.meta.url)
-  const messages = readdirSync(fixtures).filter((file) => file.includes('heldout'))
-    .flatMap((file) => readLabelledMessages(new URL(file, fixtures).pathname).map((message) => message.utterance))
-  const timing = timeClassification((message) => understander.understand(message), messages, 5)
-  return { trainingMs, cacheMs, medianUs: timing.median, p99Us: timing.p99, messages: messages.length }
-}
-
-interface HttpResult { requestsPerSecond: number, p50Ms: number, p99Ms: number, non2xx: number, errors: number }
-
-async function httpRun (seconds: number, redisUrl: string | undefined): Promise<HttpResult> {
-  const child = fork(new URL(import.meta.url).pathname, [SERVER_FLAG], {
-    env: { ...process.env, BENCH_API_KEY: API_KEY, ...(redisUrl === undefined ? {} : { BENCH_REDIS_URL: redisUrl }) },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc']
-  })
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (message) => { resolve((message as { port: number }).port) })
-    child.once('exit', (code) => { reject(new Error(`bench server exited with ${String(code)}`)) })
-  })
-  const autocannon = createRequire(import.meta.url)('autocannon') as (options: Record<string, unknown>) => Promise<{
-    requests: { average: number }, latency: { p50: number, p99: number }, non2xx: number, errors: number
-  }>
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}/v1/chat/send`,
-    connections: CONNECTIONS,
-    duration: seconds,
-    requests: MESSAGES.map((message, i) => ({
+  try {
+    const memory = await start({})
+    const bare = await forkChild(new URL('./chat.bare-route.ts', import.meta.url), { BENCH_API_KEY: apiKey })
+    children.push(bare)
+    const request = (message: string, userId: string, conversationId?: string): HttpRequest => ({
       method: 'POST',
-      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ message, user_id: `bench-${i}` })
-    }))
+      path: '/v1/chat/send',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message, user_id: userId, ...conversationId === undefined ? {} : { conversation_id: conversationId } })
+    })
+    const newConversations = MESSAGES.map((message, index) => request(message, `customer-${index}`))
+    const pair = async (title: string, service: Child, requests: HttpRequest[] | ((connection: number) => HttpRequest[])): Promise<Comparison> =>
+      await compare(title, 'req/s', [
+        httpSide(SERVICE, { server: service, connections: CONNECTIONS, requests, peer: BARE, targets: [{ metric: 'ratio', op: '≥', limit: 0.6 }] }),
+        httpSide(BARE, { server: bare, connections: CONNECTIONS, requests })
+      ], options)
+
+    const comparisons = [await pair('New conversations, in memory', memory, newConversations)]
+    // After the new-conversation runs, whose thousands of conversations would push these out of the in-memory LRU.
+    const conversations = await startConversations(memory.url, request)
+    const continuing = (connection: number): HttpRequest[] => conversations
+      .filter((_, index) => index % CONNECTIONS === connection)
+      .map(({ id, userId }, index) => request(MESSAGES[index % MESSAGES.length]!, userId, id))
+    comparisons.push(await pair('Continuing conversations (20–50 turns), in memory', memory, continuing))
+    const notes = [
+      `\`POST /v1/chat/send\` (*service*) against a bare Fastify route, ${CONNECTIONS} connections (autocannon). New conversations: each request starts one (${MESSAGES.length} messages in turn). ` +
+        `Continuing: ${CONVERSATIONS} conversations started beforehand with 10–25 messages each (20–50 turns with the replies); ` +
+        'each connection continues its own four in turn, so no two requests touch one conversation at once. The bare route ' +
+        '(bench/chat.bare-route.ts) validates with the same TypeBox schema, checks the same bearer key and answers the same ' +
+        'shape, with none of the service\'s understanding, dialogue, store, request log, security headers or metrics. At the bare ' +
+        'route\'s rate autocannon takes a large share of the two cores (its column): the bare figure is a floor of what the route ' +
+        'could do alone, so the ratio errs in the service\'s favour.'
+    ]
+    if (await redisAnswers(REDIS_URL)) {
+      const redis = await start({ REDIS_URL, REDIS_KEY_PREFIX: `chat-metadata-api-bench:${randomUUID()}:`, CONVERSATION_TTL_SECONDS: '120' })
+      comparisons.push(await pair('New conversations, in Redis', redis, newConversations))
+      notes.push(`Redis: ${REDIS_URL.replace(/\/\/[^@]*@/, '//')}, keys under a prefix of their own that expire after 120 s.`)
+    } else {
+      log(`chat: Redis at ${REDIS_URL} does not answer: its comparison is left out`)
+      notes.push(`Redis at ${REDIS_URL} did not answer: its comparison was left out.`)
+    }
+    return { title: 'Chat', notes, comparisons }
+  } finally {
+    for (const child of children) await child.stop()
+  }
+}
+
+/** Conversations of 10–25 messages each, 16 being written at a time. */
+async function startConversations (url: string, request: (message: string, userId: string, id?: string) => HttpRequest): Promise<Array<{ id: string, userId: string }>> {
+  const started: Array<{ id: string, userId: string }> = []
+  let next = 0
+  const worker = async (): Promise<void> => {
+    for (let index = next++; index < CONVERSATIONS; index = next++) {
+      const userId = `regular-${index}`
+      let id: string | undefined
+      for (let turn = 0; turn < 10 + (index % 16); turn++) {
+        const { headers, body } = request(MESSAGES[(index + turn) % MESSAGES.length]!, userId, id)
+        const response = await fetch(`${url}/v1/chat/send`, { method: 'POST', headers, body: body as string })
+        if (!response.ok) throw new Error(`starting conversation ${index}: HTTP ${response.status}`)
+        id = (await response.json() as { conversation_id: string }).conversation_id
+      }
+      started[index] = { id: id!, userId }
+    }
+  }
+  await Promise.all(Array.from({ length: 16 }, worker))
+  return started
+}
+
+function redisAnswers (url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve) => {
+    const socket = connect(Number(port || 6379), hostname, () => socket.write('PING\r\n'))
+    const done = (answer: boolean): void => { socket.destroy(); resolve(answer) }
+    socket.setTimeout(1000, () => { done(false) })
+    socket.once('data', (data) => { done(/PONG|NOAUTH/.test(data.toString())) })
+    socket.once('error', () => { done(false) })
   })
-  await new Promise((resolve) => {
-    child.once('exit', resolve)
-    child.send('close')
-  })
-  return { requestsPerSecond: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors }
 }

@@ -1,0 +1,32 @@
+/** Start-up: from spawning the server to /health/ready answering 200 (ExifTool pool up, trained model read from the cache). */
+import { fileURLToPath } from 'node:url'
+import type { Options } from './support/options.ts'
+import { spawnServer } from './support/processes.ts'
+import type { PartResult } from './support/report.ts'
+import { compare, type Side, type Target } from './support/rounds.ts'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+export default async function startup (options: Options): Promise<PartResult> {
+  const env = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', API_KEYS: 'bench-start-up-key', LOG_LEVEL: 'warn' }
+  const side = (name: string, command: string, args: string[], targets: Target[] = []): Side => ({
+    name,
+    targets,
+    run: async () => {
+      const server = await spawnServer(command, args, { cwd: ROOT, env })
+      await server.stop()
+      return { value: server.readyMs / 1000 }
+    }
+  })
+  const comparison = await compare('From start to /health/ready', 's', [
+    side('npm start', 'npm', ['start'], [{ metric: 'value', op: '≤', limit: 1.5 }]),
+    side('node src/server.ts (without npm)', process.execPath, ['src/server.ts'])
+  ], { rounds: options.quick ? 2 : 5, seconds: 0, warmupSeconds: 1 })
+  return {
+    title: 'Start-up',
+    notes: ['The production entry on a free port, its defaults but for the key and LOG_LEVEL=warn, timed from the spawn until ' +
+      '`GET /health/ready` answers 200 (polled every 20 ms): modules loaded, the trained model read from the model cache (warmed ' +
+      'by one untimed start of each), the ExifTool pool answering. `npm start` is timed with npm\'s own start; the second row without it.'],
+    comparisons: [comparison]
+  }
+}
