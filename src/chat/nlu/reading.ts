@@ -29,6 +29,8 @@ export class ClassIndex {
   readonly #classIntent: Int32Array
   readonly #situations: Array<string | undefined>
   readonly #outOfScope: number
+  /** Each intent's probability: scratch space reused by every reading (allocating it cost more than the reading). */
+  readonly #sums: Float64Array
 
   constructor (classes: readonly string[]) {
     this.#classIntent = Int32Array.from(classes, (label) => {
@@ -39,18 +41,28 @@ export class ClassIndex {
     })
     this.#situations = classes.map((label) => label.split('/')[1])
     this.#outOfScope = this.#intents.indexOf(OUT_OF_SCOPE)
+    this.#sums = new Float64Array(this.#intents.length)
   }
 
   read (score: ModelScore, words: number): Reading {
     const { probabilities, knownWords } = score
-    const sums = new Float64Array(this.#intents.length)
+    const intents = this.#intents.length
+    const sums = this.#sums
+    sums.fill(0)
     for (let c = 0; c < probabilities.length; c++) sums[this.#classIntent[c]!]! += probabilities[c]!
-    // The best few by selection: the intents are few, and most of them are never looked at.
+    // The best few, best first (the lower index first among equals), in one pass: most intents are never looked at.
     const ranked: number[] = []
-    for (let k = 0; k < CANDIDATES && k < sums.length; k++) {
-      let best = -1
-      for (let i = 0; i < sums.length; i++) if (!ranked.includes(i) && (best < 0 || sums[i]! > sums[best]!)) best = i
-      ranked.push(best)
+    for (let i = 0; i < intents; i++) {
+      const probability = sums[i]!
+      let at = ranked.length
+      if (at < CANDIDATES) {
+        ranked.push(i)
+      } else {
+        if (!(probability > sums[ranked[at - 1]!]!)) continue
+        at-- // the last one drops out
+      }
+      for (; at > 0 && probability > sums[ranked[at - 1]!]!; at--) ranked[at] = ranked[at - 1]!
+      ranked[at] = i
     }
     const top = ranked[0]!
     let situation: string | undefined
@@ -61,21 +73,26 @@ export class ClassIndex {
         situation = this.#situations[c]
       }
     }
-    const inScope = ranked.filter((i) => i !== this.#outOfScope)
-    const best = inScope[0] === undefined ? 0 : sums[inScope[0]]!
+    // The two best intents in scope (among the ranked few).
+    let first = -1
+    let second = -1
+    for (const i of ranked) {
+      if (i === this.#outOfScope) continue
+      if (first < 0) first = i
+      else if (second < 0) second = i
+    }
+    const best = first < 0 ? 0 : sums[first]!
     const signals: RejectionSignals = {
       outOfScope: this.#outOfScope < 0 ? 0 : sums[this.#outOfScope]!,
       best,
-      margin: best - (inScope[1] === undefined ? 0 : sums[inScope[1]]!),
+      margin: best - (second < 0 ? 0 : sums[second]!),
       coverage: words === 0 ? 0 : knownWords / words,
       words
     }
-    return {
-      intent: this.#intents[top]!,
-      ...(situation === undefined ? {} : { situation }),
-      confidence: sums[top]!,
-      candidates: ranked.map((i) => ({ intent: this.#intents[i]!, probability: sums[i]! })),
-      signals
-    }
+    const candidates: Candidate[] = []
+    for (const i of ranked) candidates.push({ intent: this.#intents[i]!, probability: sums[i]! })
+    const reading: Reading = { intent: this.#intents[top]!, confidence: sums[top]!, candidates, signals }
+    if (situation !== undefined) reading.situation = situation
+    return reading
   }
 }

@@ -11,6 +11,7 @@ import { squeezeRepeats } from './text.ts'
 const MAX_CORRECTED_LENGTH = 24
 /** A word this long may be two edits from the word it stands for; a shorter one only one ("grent" is not "agent"). */
 const LONG_WORD = 8
+const DIGIT = /\d/
 
 export class SpellingCorrector {
   readonly #frequency: ReadonlyMap<string, number>
@@ -28,9 +29,23 @@ export class SpellingCorrector {
     }
   }
 
-  /** The known word(s) `word` most likely stands for, or `word` itself. */
-  correct (word: string): readonly string[] {
-    if (word.length < 4 || this.#frequency.has(word) || /\d/.test(word)) return [word]
+  /**
+   * Appends the known word(s) `word` most likely stands for, or `word` itself, to `words`: nothing is allocated for
+   * a word that needs no correction (most of them).
+   */
+  appendCorrected (word: string, words: string[]): void {
+    if (this.#needsNoCorrection(word)) {
+      words.push(word)
+    } else {
+      for (const corrected of this.#corrected(word)) words.push(corrected)
+    }
+  }
+
+  #needsNoCorrection (word: string): boolean {
+    return word.length < 4 || this.#frequency.has(word) || DIGIT.test(word)
+  }
+
+  #corrected (word: string): readonly string[] {
     const cached = this.#cache.get(word)
     if (cached !== undefined) return cached
     const squeezed = squeezeRepeats(word)

@@ -92,9 +92,8 @@ export class Understander {
     const { intent, situation, candidates, confidence, signals } = reading
     const inScope = this.#rejector.inScopeProbability(signals)
     const status = this.#status(reading, inScope)
-    return {
+    const understanding: Understanding = {
       intent: status === 'understood' ? intent : OUT_OF_SCOPE,
-      ...(status === 'understood' && situation !== undefined ? { situation } : {}),
       status,
       confidence: round(status === 'not_understood' ? 1 - confidence : confidence),
       inScope,
@@ -104,6 +103,8 @@ export class Understander {
       valueOnly: isValueOnly(words),
       angry: this.#isAngry(message)
     }
+    if (status === 'understood' && situation !== undefined) understanding.situation = situation
+    return understanding
   }
 
   /**
