@@ -1,8 +1,8 @@
 import type { Fact } from '../dialogue/conversation.ts'
 import { POLICY_VALUES } from '../domain-pack/load.ts'
 import type { DomainPack } from '../domain-pack/schema.ts'
-import { linkValueNames, renderLinkUrl, ReplyTemplate, type LinkSource, type RenderedLink } from './templates.ts'
-import { policyValues, templateValues } from './values.ts'
+import { linkValueNames, renderLinkUrl, ReplyTemplate, type KnownNames, type LinkSource, type RenderedLink } from './templates.ts'
+import { policyValues, TemplateValues } from './values.ts'
 
 export interface Reply {
   text: string
@@ -27,12 +27,25 @@ export interface ReplyRequest {
   previous?: string
 }
 
-/** Renders the pack's reply templates with a conversation's values; links only as a chosen template names them. */
+interface PackLink {
+  label: string
+  url: string
+  /** The values its URL needs besides `{base}`: it is offered only when they are known. */
+  needs: readonly string[]
+}
+
+/**
+ * Renders the pack's reply templates with a conversation's values. A template is chosen before anything is rendered
+ * (whether its values and links are known, and how much it says about the conversation, follow from the names
+ * alone); then only the chosen reply is rendered, its links with it — and, when the previous reply must not be
+ * repeated, the texts of the other templates it was chosen among.
+ */
 export class ReplyRenderer {
   readonly #pack: DomainPack
   readonly #baseUrl: string
   readonly #random: () => number
   readonly #templates = new Map<string, ReplyTemplate>()
+  readonly #links: ReadonlyMap<string, PackLink>
   /** Values and links that are the same in every conversation: they make a template no more specific. */
   readonly #general: ReadonlySet<string>
   readonly #policyValues: ReadonlyMap<string, string>
@@ -42,16 +55,21 @@ export class ReplyRenderer {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '')
     this.#random = options.random ?? Math.random
     this.#policyValues = policyValues(pack)
-    const fixedLinks = Object.entries(pack.links).filter(([, link]) => linkValueNames(link.url).length === 0)
+    this.#links = new Map(Object.entries(pack.links).map(([name, link]) => [name, { ...link, needs: linkValueNames(link.url) }]))
+    const fixedLinks = [...this.#links].filter(([, link]) => link.needs.length === 0)
     this.#general = new Set([...POLICY_VALUES, ...fixedLinks.map(([name]) => `link:${name}`)])
   }
 
   /** The reply from the first group with a usable template, or undefined when none is usable. */
   render (request: ReplyRequest): Reply | undefined {
-    const values = templateValues(request.facts, request.today, this.#pack.policies.return_window_days, this.#policyValues)
-    const links = this.#links(values)
+    const values = new TemplateValues(request.facts, request.today, this.#pack.policies.return_window_days, this.#policyValues)
+    const known: KnownNames = {
+      value: (name) => values.get(name) !== undefined,
+      link: (name) => this.#links.get(name)?.needs.every(known.value) === true
+    }
+    const links = this.#linkSource(values)
     for (const group of request.groups) {
-      const reply = this.#pick(group, values, links, request.previous)
+      const reply = this.#pick(group, known, values, links, request.previous)
       if (reply !== undefined) return reply
     }
     return undefined
@@ -61,27 +79,37 @@ export class ReplyRenderer {
    * A usable template at random among those that say the most about this conversation (the order, the customer's
    * name), avoiding the previous reply so that answers vary.
    */
-  #pick (sources: readonly string[], values: ReadonlyMap<string, string>, links: LinkSource, previous: string | undefined): Reply | undefined {
-    const rendered = sources.flatMap((source) => {
-      const reply = this.#template(source).render(values, links, this.#general)
-      return reply === undefined ? [] : [reply]
-    })
-    if (rendered.length === 0) return undefined
-    const mostSpecific = Math.max(...rendered.map((reply) => reply.specificity))
-    const usable = rendered.filter((reply) => reply.specificity === mostSpecific)
-    const fresh = usable.filter((reply) => reply.text !== previous)
+  #pick (sources: readonly string[], known: KnownNames, values: TemplateValues, links: LinkSource, previous: string | undefined): Reply | undefined {
+    let mostSpecific = -1
+    let usable: ReplyTemplate[] = []
+    for (const source of sources) {
+      const template = this.#template(source)
+      const specificity = template.specificity(known, this.#general)
+      if (specificity === undefined || specificity < mostSpecific) continue
+      if (specificity > mostSpecific) {
+        mostSpecific = specificity
+        usable = []
+      }
+      usable.push(template)
+    }
+    if (usable.length === 0) return undefined
+    const fresh = previous === undefined || usable.length === 1
+      ? usable
+      : usable.filter((template) => template.render(values, links)!.text !== previous)
     const choices = fresh.length > 0 ? fresh : usable
     const choice = choices[Math.min(choices.length - 1, Math.floor(this.#random() * choices.length))]!
-    return { text: choice.text, links: choice.links }
+    // Usable by construction: every value and link it needs is known.
+    const { text, links: used } = choice.render(values, links)!
+    return { text, links: used }
   }
 
   /** The pack's links, each rendered the first time a template asks for it. */
-  #links (values: ReadonlyMap<string, string>): LinkSource {
+  #linkSource (values: TemplateValues): LinkSource {
     const rendered = new Map<string, RenderedLink | undefined>()
     return {
       get: (name) => {
         if (rendered.has(name)) return rendered.get(name)
-        const link = this.#pack.links[name]
+        const link = this.#links.get(name)
         const url = link === undefined ? undefined : renderLinkUrl(link.url, this.#baseUrl, values)
         const result = url === undefined ? undefined : { name, label: link!.label, url }
         rendered.set(name, result)

@@ -21,6 +21,17 @@ export interface LinkSource {
   get: (name: string) => RenderedLink | undefined
 }
 
+/** The values a template may use (a Map of them will do). */
+export interface ValueSource {
+  get: (name: string) => string | undefined
+}
+
+/** Which values and links are known: enough to choose a template before rendering any. */
+export interface KnownNames {
+  value: (name: string) => boolean
+  link: (name: string) => boolean
+}
+
 export interface RenderedReply {
   text: string
   links: RenderedLink[]
@@ -31,7 +42,8 @@ export interface RenderedReply {
 type Part =
   | { kind: 'text', text: string }
   | { kind: 'value', name: string }
-  | { kind: 'link', name: string }
+  /** `key`: the link's name as `general` and the specificity count name it, `link:<name>`. */
+  | { kind: 'link', name: string, key: string }
   | { kind: 'optional', parts: Part[] }
 
 const TOKEN = /\{(link:)?([a-z][a-z0-9_]*)\}|\[|\]/g
@@ -66,10 +78,18 @@ export class ReplyTemplate {
   }
 
   /**
+   * The `specificity` the reply would have, or undefined when a value or link it needs is unknown: what `render`
+   * says of those, without rendering anything.
+   */
+  specificity (known: KnownNames, general: ReadonlySet<string>): number | undefined {
+    return specificityOf(this.#parts, known, general)
+  }
+
+  /**
    * The reply, or undefined when a value or link it needs is unknown. `general` names the values and links that
    * say nothing particular to the conversation (policies, fixed pages).
    */
-  render (values: ReadonlyMap<string, string>, links: LinkSource, general: ReadonlySet<string> = new Set()): RenderedReply | undefined {
+  render (values: ValueSource, links: LinkSource, general: ReadonlySet<string> = new Set()): RenderedReply | undefined {
     const used: Used = { links: [], names: [] }
     const text = renderParts(this.#parts, values, links, used)
     if (text === undefined) return undefined
@@ -87,7 +107,7 @@ export function linkValueNames (template: string): string[] {
 }
 
 /** The URL of a link template, or undefined when a value it needs is unknown. Values are URL-encoded. */
-export function renderLinkUrl (template: string, base: string, values: ReadonlyMap<string, string>): string | undefined {
+export function renderLinkUrl (template: string, base: string, values: ValueSource): string | undefined {
   let missing = false
   const url = template.replace(LINK_VALUE, (_match, name: string) => {
     if (name === 'base') return base
@@ -107,9 +127,35 @@ interface Used {
   names: string[]
 }
 
+/** How many of the names in `parts` are not general, or undefined when one they need is unknown. */
+function specificityOf (parts: readonly Part[], known: KnownNames, general: ReadonlySet<string>): number | undefined {
+  let specificity = 0
+  for (const part of parts) {
+    const own = specificityOfPart(part, known, general)
+    if (own === undefined) return undefined
+    specificity += own
+  }
+  return specificity
+}
+
+/** 1 for a value or link not general, 0 for a general one or text, undefined for an unknown one. */
+function specificityOfPart (part: Part, known: KnownNames, general: ReadonlySet<string>): number | undefined {
+  switch (part.kind) {
+    case 'text':
+      return 0
+    case 'value':
+      return !known.value(part.name) ? undefined : general.has(part.name) ? 0 : 1
+    case 'link':
+      return !known.link(part.name) ? undefined : general.has(part.key) ? 0 : 1
+    case 'optional':
+      // Left out, and counting for nothing, unless every name in it is known.
+      return specificityOf(part.parts, known, general) ?? 0
+  }
+}
+
 function renderParts (
   parts: Part[],
-  values: ReadonlyMap<string, string>,
+  values: ValueSource,
   links: LinkSource,
   used: Used
 ): string | undefined {
@@ -130,7 +176,7 @@ function renderParts (
         const link = links.get(part.name)
         if (link === undefined) return undefined
         used.links.push(link)
-        used.names.push(`link:${part.name}`)
+        used.names.push(part.key)
         text += link.url
         break
       }
@@ -168,7 +214,8 @@ function parse (source: string): Part[] {
       optional = undefined
       current = root
     } else {
-      current.push({ kind: match[1] === undefined ? 'value' : 'link', name: match[2]! })
+      const name = match[2]!
+      current.push(match[1] === undefined ? { kind: 'value', name } : { kind: 'link', name, key: `link:${name}` })
     }
   }
   if (optional !== undefined) throw new TemplateSyntaxError(`"[" without "]" in template: ${source}`)

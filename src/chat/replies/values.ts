@@ -2,6 +2,7 @@ import type { Fact } from '../dialogue/conversation.ts'
 import { returnWindow } from '../dialogue/return-window.ts'
 import { POLICY_VALUES } from '../domain-pack/load.ts'
 import type { DomainPack } from '../domain-pack/schema.ts'
+import type { ValueSource } from './templates.ts'
 
 /** The pack's policies as template values, formatted once per pack. */
 export function policyValues (pack: DomainPack): Map<string, string> {
@@ -25,24 +26,47 @@ export function policyValues (pack: DomainPack): Map<string, string> {
   return values
 }
 
+const POLICY_NAMES: ReadonlySet<string> = new Set(POLICY_VALUES)
+const WINDOW_VALUES: ReadonlySet<string> = new Set(['return_deadline', 'days_left', 'days_since_purchase'])
+
 /**
- * Every value a template may use: what the conversation knows, what follows from it (the return window), then the
- * policies, last, so that a context member cannot change what the shop's policy says.
+ * Every value a template may use, looked up when a template asks for it (a reply reads a few): the policies first,
+ * so that a context member cannot change what the shop's policy says; then what follows from the purchase date (the
+ * return window), `today`, and what the conversation knows.
  */
-export function templateValues (facts: Readonly<Record<string, Fact>>, today: string, windowDays: number, policies: ReadonlyMap<string, string>): Map<string, string> {
-  const values = new Map<string, string>()
-  for (const [name, fact] of Object.entries(facts)) values.set(name, String(fact))
-  values.set('today', today)
-  const purchaseDate = facts['purchase_date']
-  if (typeof purchaseDate === 'string') {
-    const window = returnWindow(purchaseDate, today, windowDays)
-    values.set('return_deadline', window.deadline)
-    values.set('days_left', plural(window.daysLeft, 'day'))
-    values.set('days_since_purchase', plural(window.daysSincePurchase, 'day'))
+export class TemplateValues implements ValueSource {
+  readonly #facts: Readonly<Record<string, Fact>>
+  readonly #today: string
+  readonly #windowDays: number
+  readonly #policies: ReadonlyMap<string, string>
+  #window: ReadonlyMap<string, string> | undefined
+
+  constructor (facts: Readonly<Record<string, Fact>>, today: string, windowDays: number, policies: ReadonlyMap<string, string>) {
+    this.#facts = facts
+    this.#today = today
+    this.#windowDays = windowDays
+    this.#policies = policies
   }
-  for (const name of POLICY_VALUES) values.delete(name)
-  for (const [name, value] of policies) values.set(name, value)
-  return values
+
+  get (name: string): string | undefined {
+    if (POLICY_NAMES.has(name)) return this.#policies.get(name)
+    const purchaseDate = this.#facts['purchase_date']
+    if (WINDOW_VALUES.has(name) && typeof purchaseDate === 'string') return this.#windowValues(purchaseDate).get(name)
+    if (name === 'today') return this.#today
+    return Object.hasOwn(this.#facts, name) ? String(this.#facts[name]) : undefined
+  }
+
+  #windowValues (purchaseDate: string): ReadonlyMap<string, string> {
+    if (this.#window === undefined) {
+      const window = returnWindow(purchaseDate, this.#today, this.#windowDays)
+      this.#window = new Map([
+        ['return_deadline', window.deadline],
+        ['days_left', plural(window.daysLeft, 'day')],
+        ['days_since_purchase', plural(window.daysSincePurchase, 'day')]
+      ])
+    }
+    return this.#window
+  }
 }
 
 function plural (count: number, unit: string): string {
