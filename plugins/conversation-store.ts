@@ -19,7 +19,7 @@ export interface ConversationStoreOptions {
   ttlMs: number
   /** In-memory store only: conversations kept before the least recently used is dropped. */
   maxConversations: number
-  /** In-memory store only: their total size (JSON characters) before the least recently used is dropped. */
+  /** In-memory store only: their total size (as the store estimates it) before the least recently used is dropped. */
   maxBytes: number
 }
 

@@ -9,6 +9,22 @@ import { parseTrustAnchors, type ContentCredentialsConfig } from './metadata/pro
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
+/**
+ * The in-memory store's bounds. Its size is the real limit: 128 MiB of conversations as the store counts them
+ * (their text and a cost per turn and fact, calibrated on the heap they take). Measured (2026-11): a conversation of
+ * one message takes about 1.4 KB, a typical one of six messages 3.6 KB, one at the full history (50 turns) 12 KB.
+ * So 128 MiB holds a realistic day of a single replica — some 30,000 conversations of six messages (110 MB) — or
+ * about 95,000 of one message: at the 4,500 new conversations a second the service can take, 20 s of them, where
+ * the old count of 10,000 held two seconds. Beyond such a day, keep conversations in Redis (REDIS_URL).
+ *
+ * The count only guards against a flood of conversations smaller than any real one: no conversation takes under
+ * about 1.1 KB (its ids, times and two turns), so 128 MiB never holds more than about 120,000 and 200,000 never binds
+ * first. Not more: lru-cache allocates its index for the count up front (1,000,000 would take 42 MB and 85 ms at
+ * start, outside the byte bound; 200,000 take 5 MB). Raising CONVERSATION_MAX_BYTES far, raise this with it.
+ */
+const DEFAULT_CONVERSATION_MAX_BYTES = 134_217_728
+const DEFAULT_CONVERSATION_MAX = 200_000
+
 /** The environment the service reads at start-up; README's configuration table mirrors this. */
 const EnvSchema = Type.Object({
   NODE_ENV: Type.String({ default: 'development' }),
@@ -33,8 +49,8 @@ const EnvSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   REDIS_KEY_PREFIX: Type.String({ default: 'chat-metadata-api:' }),
   CONVERSATION_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 31_536_000, default: 86_400 }),
-  CONVERSATION_MAX: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000 }),
-  CONVERSATION_MAX_BYTES: Type.Integer({ minimum: 65_536, maximum: 64 * 1024 * 1024 * 1024, default: 134_217_728 }),
+  CONVERSATION_MAX: Type.Integer({ minimum: 1, maximum: 10_000_000, default: DEFAULT_CONVERSATION_MAX }),
+  CONVERSATION_MAX_BYTES: Type.Integer({ minimum: 65_536, maximum: 64 * 1024 * 1024 * 1024, default: DEFAULT_CONVERSATION_MAX_BYTES }),
   CONVERSATION_HISTORY: Type.Integer({ minimum: 2, maximum: 1000, default: 50 }),
   TRUST_PROXY: Type.String({ default: 'false' }),
   RATE_LIMIT_CHAT_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 600 }),
@@ -75,7 +91,10 @@ export interface ChatConfig {
   conversationTtlMs: number
   /** In-memory store: conversations kept (least recently used dropped first). */
   maxConversations: number
-  /** In-memory store: their total size, as the length of their JSON (least recently used dropped first). */
+  /**
+   * In-memory store: their total size (least recently used dropped first), as the store estimates it from their text
+   * and a cost per turn and fact (src/chat/conversation-store.ts).
+   */
   maxConversationBytes: number
   /** Turns kept per conversation. */
   historyLimit: number

@@ -289,9 +289,13 @@ describe('conversations in Redis', () => {
 
     const client = new Redis(REDIS_URL)
     try {
-      const ttl = await client.pttl(`${prefix}conversation:${id}`)
-      expect(ttl).toBeGreaterThan(3_500_000)
-      expect(ttl).toBeLessThanOrEqual(3_600_000)
+      // The state and the history (a list, the message and its reply), each with the TTL.
+      for (const key of [`${prefix}conversation:${id}`, `${prefix}conversation:${id}:turns`]) {
+        const ttl = await client.pttl(key)
+        expect(ttl).toBeGreaterThan(3_500_000)
+        expect(ttl).toBeLessThanOrEqual(3_600_000)
+      }
+      expect(await client.llen(`${prefix}conversation:${id}:turns`)).toBe(2)
     } finally {
       client.disconnect()
     }

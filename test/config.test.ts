@@ -83,7 +83,7 @@ describe('loadConfig', () => {
         redisTimeoutMs: 1000,
         redisKeyPrefix: 'chat-metadata-api:',
         conversationTtlMs: 86_400_000,
-        maxConversations: 10_000,
+        maxConversations: 200_000,
         maxConversationBytes: 134_217_728,
         historyLimit: 50
       }

@@ -45,8 +45,8 @@ export interface SentReply {
 }
 
 /**
- * One message in, one reply out: load the conversation, understand the message, decide, render the reply, save.
- * The only code that changes a conversation.
+ * One message in, one reply out: load the conversation (with its last message and reply: the history is the store's),
+ * understand the message, decide, render the reply, save. The only code that changes a conversation.
  */
 export class ChatService {
   readonly understander: Understander
@@ -74,7 +74,7 @@ export class ChatService {
     const ownerKey = keyHash(input.apiKey)
     const conversation = input.conversationId === undefined
       ? newConversation(ownerKey, input.userId, timestamp)
-      : await this.#owned(input.conversationId, ownerKey, input.userId)
+      : await this.#owned(input.conversationId, ownerKey, input.userId, TURNS_PER_MESSAGE)
 
     const understanding = this.understander.understand(input.message, today)
     const previousTurn = conversation.turns.findLast((turn) => turn.role === 'assistant')
@@ -94,9 +94,8 @@ export class ChatService {
       { role: 'customer', text: input.message, intent: decision.intent, timestamp },
       { role: 'assistant', text: reply.text, intent: decision.intent, timestamp, handoff: decision.handoff }
     )
-    conversation.turns.splice(0, Math.max(0, conversation.turns.length - this.#historyLimit))
     conversation.updatedAt = timestamp
-    await this.#store.save(conversation)
+    await this.#store.save(conversation, { newTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
     return {
       reply: reply.text,
       intent: decision.intent,
@@ -122,15 +121,21 @@ export class ChatService {
     })
   }
 
-  /** Unknown, expired, another key's or another user's conversation: the same answer, so none can be told apart. */
-  async #owned (conversationId: string, ownerKey: string, userId: string): Promise<Conversation> {
-    const conversation = await this.#store.load(conversationId)
+  /**
+   * Unknown, expired, another key's or another user's conversation: the same answer, so none can be told apart.
+   * With `recentTurns`, only the last turns (a reply needs the previous one; the transcript, all).
+   */
+  async #owned (conversationId: string, ownerKey: string, userId: string, recentTurns?: number): Promise<Conversation> {
+    const conversation = await this.#store.load(conversationId, recentTurns)
     if (conversation === undefined || conversation.ownerKey !== ownerKey || conversation.userId !== userId) {
       throw new ConversationNotFound()
     }
     return conversation
   }
 }
+
+/** A message adds the customer's turn and the reply; the last two are all a message reads of the history. */
+const TURNS_PER_MESSAGE = 2
 
 function newConversation (ownerKey: string, userId: string, timestamp: string): Conversation {
   return { id: randomUUID(), ownerKey, userId, createdAt: timestamp, updatedAt: timestamp, facts: {}, misunderstoodInARow: 0, turns: [] }
