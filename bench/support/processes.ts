@@ -1,7 +1,7 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createServer } from 'node:net'
 import { setTimeout as delay } from 'node:timers/promises'
+import { freePort } from '../../test/support/servers.ts'
 
 /** A process the bench started: forked (with a command channel) or spawned (`npm start`). */
 export interface Server {
@@ -98,14 +98,6 @@ export async function startService (env: Record<string, string> = {}, execArgv: 
   const config = { API_KEYS: apiKey, RATE_LIMIT_CHAT_PER_MIN: '0', RATE_LIMIT_METADATA_PER_MIN: '0', ...env }
   const child = await forkChild(new URL('./service.ts', import.meta.url), { BENCH_SERVICE_ENV: JSON.stringify(config) }, execArgv)
   return { ...child, apiKey }
-}
-
-export async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 /**
