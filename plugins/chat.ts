@@ -49,7 +49,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
   }, async (request) => {
     const body = request.body as ChatRequest
     const sent = await chat.send({
-      apiKey: request.apiKey,
+      owner: request.apiKeyId,
       userId: body.user_id,
       message: body.message,
       ...(body.context === undefined ? {} : { context: body.context }),
@@ -58,7 +58,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
     fastify.metrics.chatReplies.inc({ intent: sent.intent })
     if (sent.handoff) fastify.metrics.chatHandoffs.inc()
     // Never the message or the context: they are the customer's words and data.
-    request.log = request.log.child({ conversationId: sent.conversationId, intent: sent.intent, handoff: sent.handoff })
+    request.logFields = { conversationId: sent.conversationId, intent: sent.intent, handoff: sent.handoff }
     return {
       reply: sent.reply,
       conversation_id: sent.conversationId,
@@ -88,7 +88,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
       }
     }
   }, async (request) => {
-    const conversation = await chat.transcript(request.params.conversation_id, request.apiKey, request.query.user_id)
+    const conversation = await chat.transcript(request.params.conversation_id, request.apiKeyId, request.query.user_id)
     return {
       conversation_id: conversation.id,
       user_id: conversation.userId,

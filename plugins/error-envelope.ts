@@ -120,7 +120,7 @@ async function errorEnvelope (fastify: FastifyInstance): Promise<void> {
 
 function sendError (reply: FastifyReply, error: ServiceError): void {
   const statusCode = STATUS[error.code]
-  reply.request.log = reply.request.log.child({ code: error.code })
+  reply.request.logFields = { ...reply.request.logFields, code: error.code }
   const headers = HEADERS[error.code]
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (!reply.hasHeader(name)) reply.header(name, value)

@@ -39,7 +39,7 @@ export default async function health (fastify: FastifyInstance): Promise<void> {
     ])
     const overloaded = fastify.isUnderPressure()
     if (!exiftool || !redis || overloaded) {
-      request.log = request.log.child({ exiftool, redis, overloaded })
+      request.logFields = { exiftool, redis, overloaded }
       throw new NotReadyError()
     }
     return { status: 'ready' as const }
