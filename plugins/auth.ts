@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
@@ -7,6 +8,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The API key the request authenticated with (never logged). */
     apiKey: string
+    /** An id of that key, safe to store and count by (a hash): conversations and rate limits belong to it. */
+    apiKeyId: string
   }
 }
 
@@ -34,7 +37,10 @@ async function auth (fastify: FastifyInstance, options: AuthOptions): Promise<vo
     // The request's one log line already says 401 UNAUTHORIZED.
     verifyErrorLogLevel: 'debug'
   })
+  // Hashed once here rather than on every request that needs it.
+  const keyIds = new Map(options.apiKeys.map((key) => [key, keyId(key)]))
   fastify.decorateRequest('apiKey', '')
+  fastify.decorateRequest('apiKeyId', '')
   fastify.addHook('onRequest', function (request, reply, done) {
     fastify.verifyBearerAuth!(request, reply, (error) => {
       if (error !== undefined) {
@@ -43,9 +49,15 @@ async function auth (fastify: FastifyInstance, options: AuthOptions): Promise<vo
       }
       // Verified above, so the header is `<scheme> <key>`; conversations belong to the key.
       request.apiKey = (request.headers.authorization ?? '').trim().replace(/^\S+\s+/, '')
+      request.apiKeyId = keyIds.get(request.apiKey) ?? keyId(request.apiKey)
       done()
     })
   })
+}
+
+/** The first 22 characters (132 bits) of the key's SHA-256, base64url: what stored conversations were always tied to. */
+function keyId (key: string): string {
+  return createHash('sha256').update(key).digest('base64url').slice(0, 22)
 }
 
 function keyInQuery (query: unknown): boolean {

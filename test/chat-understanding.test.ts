@@ -124,7 +124,7 @@ describe('return window', () => {
 describe('dialogue', () => {
   const now = new Date('2026-11-21T10:00:00Z')
   const send = async (chat: ReturnType<typeof chatService>, message: string, conversationId?: string, context = {}) =>
-    await chat.send({ apiKey: 'k', userId: 'u', message, context, ...(conversationId === undefined ? {} : { conversationId }) })
+    await chat.send({ owner: 'k', userId: 'u', message, context, ...(conversationId === undefined ? {} : { conversationId }) })
 
   it('never repeats its previous reply when the intent has another one', async () => {
     const chat = chatService(() => now)

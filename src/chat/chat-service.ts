@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import { utcDate } from './calendar.ts'
 import type { ConversationStore } from './conversation-store.ts'
 import type { Conversation } from './dialogue/conversation.ts'
@@ -26,8 +26,8 @@ export interface ChatServiceOptions {
 }
 
 export interface SendMessage {
-  /** The API key the request authenticated with; only its hash is stored. */
-  apiKey: string
+  /** Whom the conversation belongs to: an id of the API key the request authenticated with, never the key itself. */
+  owner: string
   userId: string
   message: string
   context?: RequestContext
@@ -71,10 +71,9 @@ export class ChatService {
     const now = this.#now()
     const timestamp = now.toISOString()
     const today = utcDate(now)
-    const ownerKey = keyHash(input.apiKey)
     const conversation = input.conversationId === undefined
-      ? newConversation(ownerKey, input.userId, timestamp)
-      : await this.#owned(input.conversationId, ownerKey, input.userId, TURNS_PER_MESSAGE)
+      ? newConversation(input.owner, input.userId, timestamp)
+      : await this.#owned(input.conversationId, input.owner, input.userId, TURNS_PER_MESSAGE)
 
     const understanding = this.understander.understand(input.message, today)
     const previousTurn = conversation.turns.findLast((turn) => turn.role === 'assistant')
@@ -107,9 +106,9 @@ export class ChatService {
     }
   }
 
-  /** A conversation for the API key and user that started it; anyone else is told it does not exist. */
-  async transcript (conversationId: string, apiKey: string, userId: string): Promise<Conversation> {
-    return await this.#owned(conversationId, keyHash(apiKey), userId)
+  /** A conversation for the owner (API key) and user that started it; anyone else is told it does not exist. */
+  async transcript (conversationId: string, owner: string, userId: string): Promise<Conversation> {
+    return await this.#owned(conversationId, owner, userId)
   }
 
   #replyGroups (decision: Decision): Array<readonly string[]> {
@@ -139,9 +138,4 @@ const TURNS_PER_MESSAGE = 2
 
 function newConversation (ownerKey: string, userId: string, timestamp: string): Conversation {
   return { id: randomUUID(), ownerKey, userId, createdAt: timestamp, updatedAt: timestamp, facts: {}, misunderstoodInARow: 0, turns: [] }
-}
-
-/** Conversations are tied to the key's hash, never to the key itself. */
-function keyHash (apiKey: string): string {
-  return createHash('sha256').update(apiKey).digest('base64url').slice(0, 22)
 }

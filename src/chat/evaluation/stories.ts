@@ -101,14 +101,14 @@ export function storyChat (pack: DomainPack, trained: TrainedUnderstanding, base
 /** Plays a story against a fresh chat service and compares every turn with what the story expects. */
 export async function runStory (story: Story, chatFor: StoryChat): Promise<StoryResult> {
   const chat = chatFor(story.today ?? DEFAULT_TODAY)
-  const apiKey = 'story'
+  const owner = 'story'
   const userId = 'story-customer'
   let conversationId: string | undefined
   const steps: StepResult[] = []
   for (const step of story.steps) {
-    const sent = await chat.send({ apiKey, userId, message: step.user, ...(step.context === undefined ? {} : { context: step.context }), ...(conversationId === undefined ? {} : { conversationId }) })
+    const sent = await chat.send({ owner, userId, message: step.user, ...(step.context === undefined ? {} : { context: step.context }), ...(conversationId === undefined ? {} : { conversationId }) })
     conversationId = sent.conversationId
-    const { facts } = await chat.transcript(conversationId, apiKey, userId)
+    const { facts } = await chat.transcript(conversationId, owner, userId)
     const links = sent.links.map((link) => link.name)
     const problems: string[] = []
     if (sent.intent !== step.intent) problems.push(`intent ${sent.intent}, expected ${step.intent}`)
