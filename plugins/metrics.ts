@@ -1,6 +1,8 @@
+import cluster from 'node:cluster'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { metricsOfAllWorkers, shareMetricsWithPrimary } from '../src/cluster.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -21,6 +23,8 @@ export interface ServiceMetrics {
  * latency by route and status, the ExifTool pool (processes, busy ones, queue, failures), the C2PA validator
  * (threads, queue, outcomes), chat answers by intent, handoffs, conversation-store errors, rate-limit refusals, and
  * Node's own (event loop, memory, GC). One registry per app, so that apps built side by side (tests) count apart.
+ * In a cluster worker (WORKERS > 1) a scrape lands on any one worker, so it answers for all: the primary adds up every
+ * worker's registry (src/cluster.ts).
  */
 async function metrics (fastify: FastifyInstance): Promise<void> {
   const registry = new Registry()
@@ -79,11 +83,15 @@ async function metrics (fastify: FastifyInstance): Promise<void> {
     rateLimited: new Counter({ name: 'rate_limited_total', help: 'Requests refused by a rate limit', labelNames: ['route'], registers })
   } satisfies ServiceMetrics)
 
+  const stopSharing = cluster.isWorker ? shareMetricsWithPrimary(registry) : undefined
   fastify.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     reply.type(registry.contentType)
-    return await registry.metrics()
+    return cluster.isWorker ? await metricsOfAllWorkers() : await registry.metrics()
   })
-  fastify.addHook('onClose', async () => { registry.clear() })
+  fastify.addHook('onClose', async () => {
+    stopSharing?.()
+    registry.clear()
+  })
 }
 
 export default fp(metrics, { name: 'metrics', fastify: '5.x', dependencies: ['exiftool-pool', 'content-credentials'] })

@@ -25,7 +25,8 @@ const passThrough = (): undefined => undefined
  * behind: a saturated process answers at once that it is busy instead of letting every request time out. The health
  * probes, /metrics and the docs keep answering, and readiness reads `isUnderPressure()` so that a gateway stops
  * sending work to a process that would refuse it (a process that has just started counts its start-up as lag until
- * the next sample). A full ExifTool queue is refused by the metadata extractor itself (503 EXTRACTOR_BUSY).
+ * the next sample; src/server.ts listens only after it). A full ExifTool queue is refused by the metadata extractor
+ * itself (503 EXTRACTOR_BUSY).
  */
 async function overload (fastify: FastifyInstance, options: OverloadOptions): Promise<void> {
   if (options.maxEventLoopDelayMs === 0) {

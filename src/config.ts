@@ -30,6 +30,7 @@ const EnvSchema = Type.Object({
   NODE_ENV: Type.String({ default: 'development' }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
+  WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
   API_KEYS: Type.Optional(Type.String()),
   API_KEYS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.String({ default: 'info' }),
@@ -67,7 +68,7 @@ const EnvSchema = Type.Object({
 type Env = Static<typeof EnvSchema>
 
 export interface ExifToolConfig {
-  /** ExifTool processes kept in the pool. */
+  /** ExifTool processes kept in the pool (of each worker process). */
   procs: number
   /** Per-image limit; a child that exceeds it is replaced and the image tried once more. */
   taskTimeoutMs: number
@@ -149,6 +150,8 @@ export interface AppConfig {
 export interface ServerConfig extends AppConfig {
   port: number
   host: string
+  /** Processes serving the API; above 1, a node:cluster primary forks them onto the one port (src/cluster.ts). */
+  workers: number
   /** How long requests in flight may take to finish after SIGTERM/SIGINT before the process exits anyway. */
   shutdownGraceMs: number
   /** Set when no key was configured outside production: the server logs it once. */
@@ -175,6 +178,11 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
   if (!LOG_LEVELS.includes(env.LOG_LEVEL)) {
     throw new ConfigError(`Invalid configuration: env/LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
   }
+  if (env.WORKERS > 1 && env.REDIS_URL === undefined) {
+    // Each worker's memory is its own: a conversation's next message, landing on another worker, would be a 404, and
+    // each worker would allow the whole rate limit.
+    throw new ConfigError('Invalid configuration: WORKERS above 1 needs REDIS_URL, so that the workers share conversations and rate-limit counts')
+  }
 
   const trustProxy = parseTrustProxy(env.TRUST_PROXY)
   const apiKeys = [...parseKeys(env.API_KEYS ?? ''), ...readKeysFile(env.API_KEYS_FILE)]
@@ -190,6 +198,7 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
   return {
     port: env.PORT,
     host: env.HOST,
+    workers: env.WORKERS,
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     apiKeys,
     logLevel: env.LOG_LEVEL,
@@ -211,7 +220,8 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
       timeoutMs: env.C2PA_TIMEOUT_MS
     },
     exiftool: {
-      procs: env.EXIFTOOL_PROCS ?? availableParallelism(),
+      // One ExifTool process per core for the machine, whatever the number of workers sharing it.
+      procs: env.EXIFTOOL_PROCS ?? Math.max(1, Math.round(availableParallelism() / env.WORKERS)),
       taskTimeoutMs: env.EXIFTOOL_TASK_TIMEOUT_MS,
       maxQueue: env.EXIFTOOL_MAX_QUEUE
     },

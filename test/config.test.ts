@@ -8,8 +8,8 @@ import { ConfigError, loadConfig } from '../src/config.ts'
 import { runProcess, type ProcessResult } from './support/processes.ts'
 
 const VARIABLES = [
-  'NODE_ENV', 'PORT', 'HOST', 'API_KEYS', 'API_KEYS_FILE', 'LOG_LEVEL', 'MAX_IMAGE_BYTES',
-  'EXIFTOOL_PROCS', 'EXIFTOOL_TASK_TIMEOUT_MS', 'EXIFTOOL_MAX_QUEUE', 'TMPDIR'
+  'NODE_ENV', 'PORT', 'HOST', 'WORKERS', 'API_KEYS', 'API_KEYS_FILE', 'LOG_LEVEL', 'MAX_IMAGE_BYTES',
+  'EXIFTOOL_PROCS', 'EXIFTOOL_TASK_TIMEOUT_MS', 'EXIFTOOL_MAX_QUEUE', 'TMPDIR', 'REDIS_URL'
 ]
 const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** A self-signed certificate (made once with openssl for this test; it signs nothing). */
@@ -26,6 +26,13 @@ L5toK/Ie0PdvDTN8pwG+pab2DTG2
 -----END CERTIFICATE-----
 `
 
+/** The machine's core count as the configuration sees it: the real one unless a test sets another. */
+const cores = vi.hoisted(() => ({ count: undefined as number | undefined }))
+vi.mock('node:os', async (importOriginal) => {
+  const os = await importOriginal<typeof import('node:os')>()
+  return { ...os, availableParallelism: () => cores.count ?? os.availableParallelism() }
+})
+
 let dir: string
 
 beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'chat-metadata-api-config-')) })
@@ -36,7 +43,10 @@ beforeEach(() => {
   // runner's own environment (vitest sets NODE_ENV=test, a shell may set PORT) is cleared for these tests.
   for (const name of VARIABLES) vi.stubEnv(name, undefined)
 })
-afterEach(() => { vi.unstubAllEnvs() })
+afterEach(() => {
+  vi.unstubAllEnvs()
+  cores.count = undefined
+})
 
 /** The error loadConfig throws for `env`; fails the test when it throws nothing or something else. */
 function configError (env: Record<string, string>): ConfigError {
@@ -65,6 +75,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_KEYS: 'key-1' })).toStrictEqual({
       port: 3000,
       host: '0.0.0.0',
+      workers: 1,
       shutdownGraceMs: 10_000,
       apiKeys: ['key-1'],
       logLevel: 'info',
@@ -110,6 +121,7 @@ describe('loadConfig', () => {
       NODE_ENV: 'production',
       PORT: '8080',
       HOST: '127.0.0.1',
+      WORKERS: '2',
       API_KEYS: 'key-1',
       LOG_LEVEL: 'debug',
       MAX_IMAGE_BYTES: '1048576',
@@ -143,6 +155,7 @@ describe('loadConfig', () => {
     })).toStrictEqual({
       port: 8080,
       host: '127.0.0.1',
+      workers: 2,
       shutdownGraceMs: 25_000,
       apiKeys: ['key-1'],
       logLevel: 'debug',
@@ -178,6 +191,9 @@ describe('loadConfig', () => {
     ['PORT', '80.5'],
     ['PORT', ''],
     ['HOST', ''],
+    ['WORKERS', '0'],
+    ['WORKERS', '65'],
+    ['WORKERS', 'two'],
     ['LOG_LEVEL', 'loud'],
     ['MAX_IMAGE_BYTES', '0'],
     ['MAX_IMAGE_BYTES', 'lots'],
@@ -211,6 +227,29 @@ describe('loadConfig', () => {
     ['MAX_EVENT_LOOP_DELAY_MS', 'soon']
   ])('rejects %s=%j with a message naming it', (variable, value) => {
     expect(configError({ API_KEYS: 'key-1', [variable]: value }).message).toMatch(naming(variable))
+  })
+
+  describe('WORKERS', () => {
+    it('above 1 needs REDIS_URL, which the workers share conversations and rate limits through', () => {
+      const message = configError({ API_KEYS: 'key-1', WORKERS: '2' }).message
+      expect(message).toMatch(naming('WORKERS'))
+      expect(message).toMatch(naming('REDIS_URL'))
+      expect(loadConfig({ API_KEYS: 'key-1', WORKERS: '2', REDIS_URL: 'redis://cache:6379' }).workers).toBe(2)
+    })
+
+    it.each([
+      [8, '1', 8],
+      [8, '2', 4],
+      [8, '3', 3],
+      [2, '2', 1],
+      [2, '3', 1],
+      [4, '64', 1]
+    ])('on %i cores with WORKERS=%s, gives each worker %i ExifTool processes unless EXIFTOOL_PROCS says otherwise', (count, workers, procs) => {
+      cores.count = count
+      const env = { API_KEYS: 'key-1', WORKERS: workers, REDIS_URL: 'redis://cache:6379' }
+      expect(loadConfig(env).exiftool.procs).toBe(procs)
+      expect(loadConfig({ ...env, EXIFTOOL_PROCS: '5' }).exiftool.procs).toBe(5)
+    })
   })
 
   describe('API_KEYS', () => {
