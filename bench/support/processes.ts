@@ -15,6 +15,8 @@ export interface Server {
 export interface Child extends Server {
   /** Runs a command in the child and returns its answer. */
   call: <T>(command: string, args?: unknown) => Promise<T>
+  /** Settles when the child has exited, however it ended. */
+  exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
 }
 
 type Reply = { type: 'ready', port: number } | { id: number, result?: unknown, error?: string }
@@ -23,10 +25,13 @@ type Reply = { type: 'ready', port: number } | { id: number, result?: unknown, e
 const live = new Map<ChildProcess, boolean>()
 // Whatever ends the bench, what it started ends with it (each by its own pid, or process group for spawned ones).
 process.once('exit', () => { for (const child of live.keys()) kill(child, 'SIGKILL') })
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130))
+// Unless the script has its own clean-up for the signal (the soak deletes its Redis keys), which then exits.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { if (process.listenerCount(signal) === 0) process.exit(130) })
 
 /** SIGKILL reaches a spawned child's whole group; a polite signal only the child, which passes it on (npm does). */
 function kill (child: ChildProcess, signal: NodeJS.Signals): void {
+  // Gone already: its pid may belong to another process by now.
+  if (child.exitCode !== null || child.signalCode !== null) return
   try {
     if (child.pid !== undefined) process.kill(signal === 'SIGKILL' && live.get(child) === true ? -child.pid : child.pid, signal)
   } catch {}
@@ -53,6 +58,9 @@ async function stopChild (child: ChildProcess, signal: NodeJS.Signals | undefine
 export async function forkChild (entry: URL, env: Record<string, string> = {}, execArgv: string[] = []): Promise<Child> {
   const child = fork(entry, [], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   live.set(child, false)
+  const exitedChild = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => { resolve({ code, signal }) })
+  })
   const pending = new Map<number, { resolve: (value: unknown) => void, reject: (error: Error) => void }>()
   let nextId = 0
   const port = await new Promise<number>((resolve, reject) => {
@@ -75,6 +83,7 @@ export async function forkChild (entry: URL, env: Record<string, string> = {}, e
       pending.set(id, { resolve: resolve as (value: unknown) => void, reject })
       child.send({ id, command, args })
     }),
+    exited: exitedChild,
     stop: () => stopChild(child, child.connected ? undefined : 'SIGTERM')
   }
 }

@@ -1216,22 +1216,5 @@ export function serverLogFor (logLines: Iterable<string>, requestId: string): st
 }
 
 /** The live child processes of `pid`, with their command names (Linux: /proc). */
-export async function childProcessesOf (pid: number): Promise<Array<{ pid: number, command: string }>> {
-  const { readdir, readFile } = await import('node:fs/promises')
-  const children: Array<{ pid: number, command: string }> = []
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      // /proc/<pid>/stat: "pid (command) state ppid …"; the command may hold spaces and parentheses.
-      const stat = await readFile(`/proc/${entry}/stat`, 'utf8')
-      const close = stat.lastIndexOf(')')
-      const [state, parent] = stat.slice(close + 2).split(' ')
-      if (Number(parent) === pid && state !== 'Z') children.push({ pid: Number(entry), command: stat.slice(stat.indexOf('(') + 1, close) })
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return children
-}
-
+export { childProcesses as childProcessesOf } from '../../bench/support/proc.ts'
 export { isAlive } from './processes.ts'
