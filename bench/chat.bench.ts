@@ -1,21 +1,26 @@
 /**
  * POST /v1/chat/send against a bare Fastify route (chat.bare-route.ts) with the same validation, bearer check and
- * reply shape, side by side at 64 connections: new conversations and continuing ones in memory, new ones in Redis.
+ * reply shape, side by side at 64 connections: new conversations and continuing ones in memory; in Redis, both again
+ * with the two process models, one process and WORKERS=2.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { connect } from 'node:net'
 import { httpSide, type HttpRequest } from './support/load.ts'
 import type { Options } from './support/options.ts'
-import { forkChild, startService, type Child } from './support/processes.ts'
+import { forkChild, startService, startWorkers, type Server } from './support/processes.ts'
 import type { PartResult } from './support/report.ts'
-import { compare, log, type Comparison } from './support/rounds.ts'
+import { compare, log, type Comparison, type Target } from './support/rounds.ts'
+import { spread } from './support/stats.ts'
 
 const CONNECTIONS = 64
 /** Continuing: 4 conversations per connection, each started with 10–25 messages (20–50 turns with the replies). */
 const CONVERSATIONS = 4 * CONNECTIONS
 const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379'
 const SERVICE = 'service'
+const WORKERS = 'service, 2 workers'
 const BARE = 'bare route'
+const ALONE = 'ChatService.send alone, no HTTP'
+const AGAINST_BARE: Target[] = [{ metric: 'ratio', op: '≥', limit: 0.6 }]
 const MESSAGES = [
   'where is my order #A-10042?',
   'i want my money back for the shoes',
@@ -29,16 +34,16 @@ const MESSAGES = [
 
 export default async function chat (options: Options): Promise<PartResult> {
   const apiKey = `bench-${randomBytes(12).toString('hex')}`
-  const children: Child[] = []
-  const start = async (env: Record<string, string>): Promise<Child> => {
-    const child = await startService({ API_KEYS: apiKey, ...env })
+  const children: Server[] = []
+  /** What the bench starts, it stops at the end. */
+  const keep = async <T extends Server>(starting: Promise<T>): Promise<T> => {
+    const child = await starting
     children.push(child)
     return child
   }
   try {
-    const memory = await start({})
-    const bare = await forkChild(new URL('./chat.bare-route.ts', import.meta.url), { BENCH_API_KEY: apiKey })
-    children.push(bare)
+    const memory = await keep(startService({ API_KEYS: apiKey }))
+    const bare = await keep(forkChild(new URL('./chat.bare-route.ts', import.meta.url), { BENCH_API_KEY: apiKey }))
     const request = (message: string, userId: string, conversationId?: string): HttpRequest => ({
       method: 'POST',
       path: '/v1/chat/send',
@@ -46,19 +51,28 @@ export default async function chat (options: Options): Promise<PartResult> {
       body: JSON.stringify({ message, user_id: userId, ...conversationId === undefined ? {} : { conversation_id: conversationId } })
     })
     const newConversations = MESSAGES.map((message, index) => request(message, `customer-${index}`))
-    const pair = async (title: string, service: Child, requests: HttpRequest[] | ((connection: number) => HttpRequest[])): Promise<Comparison> =>
+    /** The services (each with its ratio to the bare route) and the bare route, sent the same requests. */
+    const against = async (title: string, services: Array<{ name: string, server: Server, targets?: Target[] }>, requests: Requests): Promise<Comparison> =>
       await compare(title, 'req/s', [
-        httpSide(SERVICE, { server: service, connections: CONNECTIONS, requests, peer: BARE, targets: [{ metric: 'ratio', op: '≥', limit: 0.6 }] }),
+        ...services.map(({ name, server, targets }) => httpSide(name, { server, connections: CONNECTIONS, requests, peer: BARE, ...targets === undefined ? {} : { targets } })),
         httpSide(BARE, { server: bare, connections: CONNECTIONS, requests })
       ], options)
-
-    const comparisons = [await pair('New conversations, in memory', memory, newConversations)]
-    // After the new-conversation runs, whose thousands of conversations would push these out of the in-memory LRU.
-    const conversations = await startConversations(memory.url, request)
-    const continuing = (connection: number): HttpRequest[] => conversations
+    const continuing = (conversations: Conversation[]): Requests => (connection) => conversations
       .filter((_, index) => index % CONNECTIONS === connection)
       .map(({ id, userId }, index) => request(MESSAGES[index % MESSAGES.length]!, userId, id))
-    comparisons.push(await pair('Continuing conversations (20–50 turns), in memory', memory, continuing))
+
+    const comparisons = [await compare('New conversations, in memory', 'req/s', [
+      httpSide(SERVICE, { server: memory, connections: CONNECTIONS, requests: newConversations, peer: BARE, targets: AGAINST_BARE }),
+      httpSide(BARE, { server: bare, connections: CONNECTIONS, requests: newConversations }),
+      {
+        name: ALONE,
+        peer: BARE,
+        run: async (seconds) => ({ value: await memory.call<number>('chatAlone', { messages: MESSAGES, seconds }) })
+      }
+    ], options)]
+    // After the new-conversation runs, whose thousands of conversations would push these out of the in-memory LRU.
+    const inMemory = continuing(await startConversations(memory.url, request))
+    comparisons.push(await against('Continuing conversations (20–50 turns), in memory', [{ name: SERVICE, server: memory, targets: AGAINST_BARE }], inMemory))
     const notes = [
       `\`POST /v1/chat/send\` (*service*) against a bare Fastify route, ${CONNECTIONS} connections (autocannon). New conversations: each request starts one (${MESSAGES.length} messages in turn). ` +
         `Continuing: ${CONVERSATIONS} conversations started beforehand with 10–25 messages each (20–50 turns with the replies); ` +
@@ -66,12 +80,25 @@ export default async function chat (options: Options): Promise<PartResult> {
         '(bench/chat.bare-route.ts) validates with the same TypeBox schema, checks the same bearer key and answers the same ' +
         'shape, with none of the service\'s understanding, dialogue, store, request log, security headers or metrics. At the bare ' +
         'route\'s rate autocannon takes a large share of the two cores (its column): the bare figure is a floor of what the route ' +
-        'could do alone, so the ratio errs in the service\'s favour.'
+        'could do alone, so the ratio errs in the service\'s favour. ' +
+        `*${ALONE}*: the service's chat (understanding, dialogue, reply, in-memory store) called in its own process with no ` +
+        'HTTP, request log, headers or metrics, one message at a time on one core: the most any HTTP service around it could ' +
+        'serve per core, so its ratio to the bare route bounds the service\'s.'
     ]
     if (await redisAnswers(REDIS_URL)) {
-      const redis = await start({ REDIS_URL, REDIS_KEY_PREFIX: `chat-metadata-api-bench:${randomUUID()}:`, CONVERSATION_TTL_SECONDS: '120' })
-      comparisons.push(await pair('New conversations, in Redis', redis, newConversations))
-      notes.push(`Redis: ${REDIS_URL.replace(/\/\/[^@]*@/, '//')}, keys under a prefix of their own that expire after 120 s.`)
+      // One key prefix for both process models: the continuing conversations are the same on either.
+      const env = { API_KEYS: apiKey, REDIS_URL, REDIS_KEY_PREFIX: `chat-metadata-api-bench:${randomUUID()}:`, CONVERSATION_TTL_SECONDS: '120' }
+      const redis = await keep(startService(env))
+      const workers = await keep(startWorkers(2, env))
+      const models = [{ name: SERVICE, server: redis, targets: AGAINST_BARE }, { name: WORKERS, server: workers }]
+      comparisons.push(withWorkersRatio(await against('New conversations, in Redis', models, newConversations)))
+      const inRedis = continuing(await startConversations(redis.url, request))
+      comparisons.push(withWorkersRatio(await against('Continuing conversations (20–50 turns), in Redis', models, inRedis)))
+      notes.push(`Redis: ${REDIS_URL.replace(/\/\/[^@]*@/, '//')}, keys under a prefix of their own that expire after 120 s. ` +
+        `*${WORKERS}*: the service as \`npm start\` runs it with WORKERS=2 (\`node src/server.ts\`: a node:cluster primary and ` +
+        'two workers on one port, its log lines to /dev/null), beside the one-process *service*; both use the same Redis keys, ' +
+        'so the continuing conversations are the same on either. Its CPU counts the primary and both workers. With each Redis ' +
+        'table, the ratio of the two process models, taken round by round.')
     } else {
       log(`chat: Redis at ${REDIS_URL} does not answer: its comparison is left out`)
       notes.push(`Redis at ${REDIS_URL} did not answer: its comparison was left out.`)
@@ -82,9 +109,21 @@ export default async function chat (options: Options): Promise<PartResult> {
   }
 }
 
+/** What one comparison sends: one list for every connection, or each connection (0, 1, …) its own. */
+type Requests = HttpRequest[] | ((connection: number) => HttpRequest[])
+interface Conversation { id: string, userId: string }
+
+/** The comparison with the ratio of the process models, 2 workers over 1, taken round by round, as its note. */
+function withWorkersRatio (comparison: Comparison): Comparison {
+  const rounds = (name: string): number[] => comparison.sides.find((side) => side.name === name)!.rounds
+  const one = rounds(SERVICE)
+  const { median, min, max } = spread(rounds(WORKERS).map((value, round) => value / one[round]!))
+  return { ...comparison, note: `${WORKERS} ÷ ${SERVICE}: ${median.toFixed(2)}× (${min.toFixed(2)}–${max.toFixed(2)}×).` }
+}
+
 /** Conversations of 10–25 messages each, 16 being written at a time. */
-async function startConversations (url: string, request: (message: string, userId: string, id?: string) => HttpRequest): Promise<Array<{ id: string, userId: string }>> {
-  const started: Array<{ id: string, userId: string }> = []
+async function startConversations (url: string, request: (message: string, userId: string, id?: string) => HttpRequest): Promise<Conversation[]> {
+  const started: Conversation[] = []
   let next = 0
   const worker = async (): Promise<void> => {
     for (let index = next++; index < CONVERSATIONS; index = next++) {

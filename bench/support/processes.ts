@@ -1,6 +1,8 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { get } from 'node:http'
 import { setTimeout as delay } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import { freePort } from '../../test/support/servers.ts'
 
 /** A process the bench started: forked (with a command channel) or spawned (`npm start`). */
@@ -128,4 +130,47 @@ export async function spawnServer (command: string, args: string[], options: { c
   }
   await stop()
   throw new Error(`${command} ${args.join(' ')} did not become ready`)
+}
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+/**
+ * The service with WORKERS=`workers`, as `npm start` runs it (`node src/server.ts`: a cluster primary and its workers;
+ * their log lines go to /dev/null), with the bench's key and no rate limits like `startService`. Ready once every
+ * worker is: /health/ready answered 200 on twice as many new connections in a row as there are workers (the primary
+ * hands connections to the workers in turn, and a worker just started refuses for a moment).
+ */
+export async function startWorkers (workers: number, env: Record<string, string> = {}): Promise<Server & { apiKey: string }> {
+  const apiKey = env['API_KEYS'] ?? `bench-${randomBytes(12).toString('hex')}`
+  const server = await spawnServer(process.execPath, ['src/server.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '',
+      API_KEYS: apiKey,
+      RATE_LIMIT_CHAT_PER_MIN: '0',
+      RATE_LIMIT_METADATA_PER_MIN: '0',
+      ...env,
+      WORKERS: String(workers)
+    }
+  })
+  const started = performance.now()
+  for (let inARow = 0; inARow < 2 * workers;) {
+    if (performance.now() - started > 30_000) {
+      await server.stop()
+      throw new Error(`not every one of ${workers} workers became ready`)
+    }
+    inARow = await readyOnNewConnection(server.url) ? inARow + 1 : 0
+    if (inARow === 0) await delay(20)
+  }
+  return { ...server, apiKey }
+}
+
+function readyOnNewConnection (url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    get(`${url}/health/ready`, { agent: false }, (response) => {
+      response.resume()
+      resolve(response.statusCode === 200)
+    }).on('error', () => { resolve(false) })
+  })
 }
