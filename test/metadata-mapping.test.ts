@@ -142,6 +142,13 @@ describe('DataUriDecoder', () => {
     ['data:image/png;base64,aG=k', 'INVALID_BASE64'],
     ['data:image/png;base64,aGk=x', 'INVALID_BASE64'],
     ['data:image/png;base64,a$k=', 'INVALID_BASE64'],
+    // Outside the alphabet anywhere: a whole quantum, the unpadded last one, a character beyond Latin-1, base64url.
+    ['data:image/png;base64,aGVsbG8g.29ybGQ=', 'INVALID_BASE64'],
+    ['data:image/png;base64,aGVsbG8gd29ybG*', 'INVALID_BASE64'],
+    ['data:image/png;base64,aGVsbG8gd29ybGQ\u00e9', 'INVALID_BASE64'],
+    ['data:image/png;base64,aGVs\u0101G8gd29ybGQ=', 'INVALID_BASE64'],
+    ['data:image/png;base64,aGVs-G8gd29ybGQ=', 'INVALID_BASE64'],
+    ['data:image/png;base64,aGVsbG8_d29ybGQ=', 'INVALID_BASE64'],
     ['data:image/png;base64,', 'NO_IMAGE'],
     ['', 'NO_IMAGE'],
     ['data:image/png;base64', 'INVALID_DATA_URI'],

@@ -3,7 +3,6 @@ import { ImageTooLargeError, InvalidBase64Error, InvalidDataUriError, NoImageErr
 /** The header `data:<type>/<subtype>[;param=value…];base64,` ends within this many characters, or it is no image URI. */
 const MAX_HEADER_LENGTH = 512
 const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i
-const ALPHABET_ONLY = /^[A-Za-z0-9+/]*$/
 const PADDING_ONLY = /^=*$/
 const WHITESPACE = /[\t\n\r ]/
 const WHITESPACE_ALL = /[\t\n\r ]+/g
@@ -80,7 +79,8 @@ export class DataUriDecoder {
       if (!PADDING_ONLY.test(tail) || this.#padding > 2) throw new InvalidBase64Error()
       data = data.slice(0, padding)
     }
-    if (!ALPHABET_ONLY.test(data)) throw new InvalidBase64Error()
+    // The base64url characters, which Node's decoder would take (the rest of the alphabet check is in #bytes).
+    if (data.includes('-') || data.includes('_')) throw new InvalidBase64Error()
     this.#dataCharacters += data.length
     const pending = this.#carry + data
     const whole = pending.length - (pending.length % 4)
@@ -88,11 +88,16 @@ export class DataUriDecoder {
     return whole === 0 ? undefined : this.#bytes(pending.slice(0, whole))
   }
 
-  /** Whole quanta (or the unpadded last one), decoded into the reused buffer. */
+  /**
+   * Whole quanta (or the unpadded last one), decoded into the reused buffer. A character outside the alphabet is
+   * found here rather than by a regular expression over every piece (which took three quarters of a large data URI's
+   * CPU): Node's decoder skips such characters, so the bytes come out fewer than the characters promise.
+   */
   #bytes (base64: string): Buffer {
     const size = Math.ceil(base64.length / 4) * 3
     if (this.#output.length < size) this.#output = Buffer.allocUnsafeSlow(Math.max(size, 2 * this.#output.length))
     const length = this.#output.write(base64, 0, size, 'base64')
+    if (length !== Math.floor(base64.length * 3 / 4)) throw new InvalidBase64Error()
     this.#decodedBytes += length
     if (this.#decodedBytes > this.#maxBytes) throw new ImageTooLargeError(this.#maxBytes)
     return this.#output.subarray(0, length)
