@@ -160,6 +160,25 @@ describe('JsonBodyScanner', () => {
     for (let cut = 0; cut <= bytes.length; cut++) expect(scan(bytes, [cut])).toEqual(expected)
   })
 
+  it('finds a byte that needs a look at any place in a long string, whatever memory the piece starts at', () => {
+    // Long runs are read four bytes at a time from a word view of the piece's memory: a raw control character, a quote,
+    // a backslash or a multi-byte character at every offset of a 300-byte string, in pieces that start at every
+    // alignment of the underlying memory, must give what the buffered parser gives.
+    const base64 = Buffer.alloc(225, 0x5a).toString('base64')
+    const memory = Buffer.alloc(4096)
+    for (const needs of ['\n', '\u0001', '"', '\\', '\\n', 'é', '\u007f']) {
+      for (let place = 0; place < base64.length; place++) {
+        const body = Buffer.from(`{"image":"${base64.slice(0, place)}${needs}${base64.slice(place)}","note":"${base64}"}`)
+        const expected = reference(body)
+        for (const misalignment of [0, 1, 2, 3]) {
+          const piece = memory.subarray(misalignment, misalignment + body.length)
+          body.copy(piece)
+          expect(scan(piece), `${JSON.stringify(needs)} at ${place}, memory offset ${misalignment}`).toEqual(expected)
+        }
+      }
+    }
+  })
+
   it('refuses `image` given twice (the buffered parser kept the last), only at the top level, after the syntax', () => {
     expect(scan('{"image":"a","image":"b"}')).toEqual({ error: 'VALIDATION_ERROR' })
     expect(scan('{"image":1,"\\u0069mage":"b"}')).toEqual({ error: 'VALIDATION_ERROR' })
