@@ -17,6 +17,7 @@ import { startSampling, waitQuiet } from './support/sampler.ts'
 const PROCS = availableParallelism()
 const POOL = 'raw ExifTool pool'
 const MAKE = 'NIKON'
+const INTAKE = 'intake alone, no HTTP, no ExifTool'
 
 export default async function metadata (options: Options): Promise<PartResult> {
   const corpus = await Corpus.create()
@@ -29,7 +30,7 @@ export default async function metadata (options: Options): Promise<PartResult> {
     const service = await startService({ EXIFTOOL_PROCS: String(PROCS) })
     children.push(service)
     const readers = {} as Record<ReaderMode, Child>
-    for (const mode of ['pool', 'read', 'fresh', 'exifr'] as const) {
+    for (const mode of ['pool', 'read', 'fresh', 'exifr', 'intake'] as const) {
       readers[mode] = await forkChild(new URL('./metadata.readers.ts', import.meta.url), { BENCH_READER: mode, BENCH_PROCS: String(PROCS) })
       children.push(readers[mode])
     }
@@ -44,7 +45,7 @@ export default async function metadata (options: Options): Promise<PartResult> {
         targets: [{ metric: 'ratio', op: '≥', limit }]
       })
     const comparisons: Comparison[] = []
-    const group = async (title: string, images: CorpusImage[], clients: number, limit: number, peers: boolean): Promise<void> => {
+    const group = async (title: string, images: CorpusImage[], clients: number, limit: number, peers: boolean, intake = false): Promise<void> => {
       // The user's images were checked by `answered` (they need not name a camera).
       if (images !== folder) await checkMakes(service, readers, images, peers)
       const sides = [
@@ -55,13 +56,14 @@ export default async function metadata (options: Options): Promise<PartResult> {
           ? [readerSide('pool, exiftool-vendored\'s read()', readers.read, images, clients, POOL),
               readerSide(`fresh exiftool per image, ${PROCS} at a time`, readers.fresh, images, PROCS, POOL),
               readerSide('exifr, in-process', readers.exifr, images, clients, POOL)]
-          : []
+          : [],
+        ...intake ? [readerSide(INTAKE, readers.intake, images, clients, POOL)] : []
       ]
       comparisons.push(await compare(`${title}, ${clients} clients`, 'images/s', sides, options))
     }
     // --quick leaves out the 32-client runs.
     for (const clients of options.quick ? [16] : [16, 32]) await group(small.name, [small], clients, 0.9, clients === 16)
-    for (const clients of options.quick ? [16] : [16, 32]) await group(camera.name, [camera], clients, 0.8, clients === 16)
+    for (const clients of options.quick ? [16] : [16, 32]) await group(camera.name, [camera], clients, 0.8, clients === 16, clients === 16)
     for (const image of others) await group(image.name, [image], 16, 0.9, false)
     if (folder.length > 0) await group(`${options.images} (${folder.length} images)`, folder, 16, 0.9, false)
 
@@ -76,7 +78,10 @@ export default async function metadata (options: Options): Promise<PartResult> {
           'to its scratch directory, sniff, hash and answer. exifr reads in-process (no child process at all): the ceiling of any ' +
           'in-process reader, which the service does not use because ExifTool reads every format it accepts. On the 12 MP JPEG ' +
           'the raw pool still reads only the head of a file in the page cache, while the service takes every byte off the network, ' +
-          'hashes, searches and writes it: there the ratio is the cost of the intake per byte.',
+          'hashes, searches and writes it: there the ratio is the cost of the intake per byte. ' +
+          `*${INTAKE}* is that cost by itself: src/metadata/intake.ts (sniff, SHA-256, manifest-marker search, TIFF walk, ` +
+          'the scratch file written and removed) on the image from memory in 64 KB chunks, in a child process of its own: the ' +
+          'most the service could take in per second if HTTP, multipart parsing and ExifTool cost nothing.',
         `Images made in code, each with the same camera tags written by ExifTool: ${[small, camera, ...others].map((image) => `${image.name} ${kb(image)}`).join(', ')} ` +
           '(the 12 MP JPEG has grain, as a photo does, to have a camera\'s file size; the HEIC is a real container around dummy coded data).' +
           (folder.length > 0 ? ` Plus the ${folder.length} images of ${options.images} that the service answers with 200, requested in turn.` : '')
