@@ -150,7 +150,12 @@ describe('API keys', () => {
       // Conversations and rate-limit counters are there, under their hashes.
       expect(keys.some((key) => key.includes('conversation:'))).toBe(true)
       expect(keys.some((key) => key.includes('rate-limit'))).toBe(true)
-      const values = await Promise.all(keys.map(async (key) => (await redis.type(key)) === 'string' ? await redis.get(key) : ''))
+      // A conversation is a state key (a string) and its turns (a list): both are read whole.
+      const types = await Promise.all(keys.map(async (key) => await redis.type(key)))
+      expect(types).toEqual(expect.arrayContaining(['string', 'list']))
+      const values = await Promise.all(keys.map(async (key, index) => types[index] === 'list'
+        ? (await redis.lrange(key, 0, -1)).join('\n')
+        : types[index] === 'string' ? await redis.get(key) : ''))
       const stored = [...keys, ...values].join('\n')
       // The message and the context are the conversation's own (kept for the transcript); the key is not stored.
       expect(stored.replaceAll(`my API key is ${KEY_A}`, '').replaceAll(`"note":"${KEY_B}"`, '')).not.toMatch(new RegExp(`${KEY_A}|${KEY_B}|${WRONG_KEY}`))
