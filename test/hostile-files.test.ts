@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, ImageFactory, PICTURE_FORMATS } from './support/images.ts'
+import { Rng } from './support/rng.ts'
 
 // Damaged and hostile files through the real pipeline: sniffing, the real ExifTool pool, the envelope.
 let t: TestApp
@@ -15,19 +16,10 @@ afterAll(async () => {
   await t.close()
 })
 
-/** A small deterministic generator (mulberry32), so every run damages the same bytes. */
-function random (seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let value = Math.imul(state ^ (state >>> 15), 1 | state)
-    value = (value + Math.imul(value ^ (value >>> 7), 61 | value)) ^ value
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 function damaged (image: Buffer, seed: number): Buffer[] {
-  const next = random(seed)
+  // Deterministic (mulberry32), so every run damages the same bytes.
+  const rng = new Rng(seed)
+  const next = (): number => rng.next()
   const variants: Buffer[] = []
   for (const fraction of [0.1, 0.3, 0.5, 0.8, 0.95]) variants.push(image.subarray(0, Math.max(16, Math.floor(image.length * fraction))))
   for (let round = 0; round < 10; round++) {

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import secureJson from 'secure-json-parse'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { JsonBodyScanner, MAX_NESTING, receiveJsonImageBody, type JsonImageBody, type JsonKind } from '../src/metadata/json-image-body.ts'
+import { Rng } from './support/rng.ts'
 
 // The streaming JSON scanner of POST /v1/metadata and the reading of a body through it into the intake, without
 // HTTP. What the scanner accepts and refuses is compared with the service's buffered JSON parser (plugins/json-body.ts:
@@ -55,17 +56,6 @@ function reference (body: Buffer | string): Outcome {
     body: kindOf(value),
     image: isObject && image !== undefined ? kindOf(image) : undefined,
     text: typeof image === 'string' ? image : ''
-  }
-}
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function random (seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
 }
 
@@ -201,7 +191,8 @@ describe('JsonBodyScanner', () => {
       '[{"a":"\\u00e9\\n"},{"b":[1,2,{"c":"\u00e9\u{1F600}"}]},"\\"",0.1e1]',
       '{"__prota__":{"x":1},"constructoz":{"prototypf":2},"image":""}'
     ].map((text) => Buffer.from(text))
-    const next = random(20261124)
+    const rng = new Rng(20261124)
+    const next = (): number => rng.next()
     const pick = (values: readonly number[]): number => values[Math.floor(next() * values.length)]!
     // Bytes that matter to JSON, and a few UTF-8 pieces, more often than chance would give them.
     const interesting = [0x22, 0x5c, 0x7b, 0x7d, 0x5b, 0x5d, 0x2c, 0x3a, 0x20, 0x0a, 0x30, 0x2d, 0x2e, 0x65, 0x75, 0x5f, 0x80, 0xc3, 0xe2, 0xed, 0xf0, 0xff, 0x74, 0x6e]
