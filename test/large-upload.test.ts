@@ -44,6 +44,20 @@ async function residentBytes (pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024
 }
 
+/** What `work` returns, with the process's RSS before it and the highest RSS seen while it ran (sampled every 10 ms). */
+async function watchingMemory<T> (pid: number, work: () => Promise<T>): Promise<{ result: T, before: number, peak: number }> {
+  const before = await residentBytes(pid)
+  let peak = before
+  const sampler = setInterval(() => {
+    residentBytes(pid).then((bytes) => { peak = Math.max(peak, bytes) }, () => {})
+  }, 10)
+  try {
+    return { result: await work(), before, peak }
+  } finally {
+    clearInterval(sampler)
+  }
+}
+
 /**
  * Uploads `photo` followed by `paddingBytes` zero bytes (a JPEG's readers stop at its end marker) as the multipart
  * field `image`, generated as it is sent, so the test never holds the body either; returns the answer and the digest
@@ -88,18 +102,7 @@ async function uploadPadded (paddingBytes: number): Promise<{ status: number, bo
 
 describe('a large camera file as a multipart upload', () => {
   it('150 MB streams to disk, hashed on the way, with bounded memory', async () => {
-    const pid = service.child.pid!
-    const before = await residentBytes(pid)
-    let peak = before
-    const sampler = setInterval(() => {
-      residentBytes(pid).then((bytes) => { peak = Math.max(peak, bytes) }, () => {})
-    }, 10)
-    let answer
-    try {
-      answer = await uploadPadded(150 * 1000 * 1000)
-    } finally {
-      clearInterval(sampler)
-    }
+    const { result: answer, before, peak } = await watchingMemory(service.child.pid!, async () => await uploadPadded(150 * 1000 * 1000))
     expect(answer.status).toBe(200)
     const size = photo.length + 150 * 1000 * 1000
     expect(answer.body).toMatchObject({
@@ -158,24 +161,14 @@ describe('large images as JSON data URIs', () => {
     const pid = service.child.pid!
     const image = bigImage()
     const body = JSON.stringify({ image: dataUri(image, 'image/jpeg') })
-    const before = await residentBytes(pid)
-    let peak = before
-    const sampler = setInterval(() => {
-      residentBytes(pid).then((bytes) => { peak = Math.max(peak, bytes) }, () => {})
-    }, 10)
-    let answers
-    try {
-      answers = await Promise.all(Array.from({ length: 8 }, async () => {
-        const response = await fetch(`http://127.0.0.1:${service.port}/v1/metadata`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
-          body
-        })
-        return { status: response.status, body: await response.json() as Record<string, unknown> }
-      }))
-    } finally {
-      clearInterval(sampler)
-    }
+    const { result: answers, before, peak } = await watchingMemory(pid, async () => await Promise.all(Array.from({ length: 8 }, async () => {
+      const response = await fetch(`http://127.0.0.1:${service.port}/v1/metadata`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+        body
+      })
+      return { status: response.status, body: await response.json() as Record<string, unknown> }
+    })))
     for (const answer of answers) expect(answer).toMatchObject({ status: 200, body: { format: 'jpeg', filesize_bytes: image.length } })
     // The body is streamed (plugins/json-image-body.ts): neither it, nor the data URI, nor the image is ever whole in
     // memory; what grows is the garbage of network chunks between collections. Read whole, the eight took 77 MiB
