@@ -136,9 +136,10 @@ describe('reply templates', () => {
     const template = new ReplyTemplate('Order {order_id}: {link:tracking}')
     expect(template.render(new Map([['order_id', 'A-1']]), links)).toEqual({
       text: 'Order A-1: https://s/orders/A-1/tracking',
-      links: [{ name: 'tracking', label: 'Track', url: 'https://s/orders/A-1/tracking' }],
-      specificity: 2
+      links: [{ name: 'tracking', label: 'Track', url: 'https://s/orders/A-1/tracking' }]
     })
+    // Both the value and the link are particular to the conversation; neither is general.
+    expect(template.specificity({ value: () => true, link: () => true }, new Set())).toBe(2)
   })
 
   it('is not used when a required value is unknown', () => {

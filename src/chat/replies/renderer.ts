@@ -93,14 +93,16 @@ export class ReplyRenderer {
       usable.push(template)
     }
     if (usable.length === 0) return undefined
-    const fresh = previous === undefined || usable.length === 1
-      ? usable
-      : usable.filter((template) => template.render(values, links)!.text !== previous)
-    const choices = fresh.length > 0 ? fresh : usable
-    const choice = choices[Math.min(choices.length - 1, Math.floor(this.#random() * choices.length))]!
-    // Usable by construction: every value and link it needs is known.
-    const { text, links: used } = choice.render(values, links)!
-    return { text, links: used }
+    // Usable by construction: every value and link they need is known.
+    if (previous !== undefined && usable.length > 1) {
+      const fresh = usable.map((template) => template.render(values, links)!).filter((reply) => reply.text !== previous)
+      if (fresh.length > 0) return this.#choose(fresh)
+    }
+    return this.#choose(usable).render(values, links)!
+  }
+
+  #choose<T> (items: readonly T[]): T {
+    return items[Math.min(items.length - 1, Math.floor(this.#random() * items.length))]!
   }
 
   /** The pack's links, each rendered the first time a template asks for it. */

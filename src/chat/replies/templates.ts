@@ -35,8 +35,6 @@ export interface KnownNames {
 export interface RenderedReply {
   text: string
   links: RenderedLink[]
-  /** How many of the values and links it used are particular to the conversation (not in `general`). */
-  specificity: number
 }
 
 type Part =
@@ -78,24 +76,21 @@ export class ReplyTemplate {
   }
 
   /**
-   * The `specificity` the reply would have, or undefined when a value or link it needs is unknown: what `render`
-   * says of those, without rendering anything.
+   * How many of the values and links the reply would use are particular to the conversation (not in `general`: the
+   * policies and fixed pages), or undefined when one it needs is unknown (`render` would give none): without
+   * rendering anything.
    */
   specificity (known: KnownNames, general: ReadonlySet<string>): number | undefined {
     return specificityOf(this.#parts, known, general)
   }
 
-  /**
-   * The reply, or undefined when a value or link it needs is unknown. `general` names the values and links that
-   * say nothing particular to the conversation (policies, fixed pages).
-   */
-  render (values: ValueSource, links: LinkSource, general: ReadonlySet<string> = new Set()): RenderedReply | undefined {
-    const used: Used = { links: [], names: [] }
+  /** The reply, or undefined when a value or link it needs is unknown. */
+  render (values: ValueSource, links: LinkSource): RenderedReply | undefined {
+    const used: RenderedLink[] = []
     const text = renderParts(this.#parts, values, links, used)
     if (text === undefined) return undefined
-    const unique = used.links.filter((link, index) => used.links.findIndex((other) => other.url === link.url) === index)
-    const specificity = used.names.filter((name) => !general.has(name)).length
-    return { text: text.replace(/\s{2,}/g, ' ').trim(), links: unique, specificity }
+    const unique = used.filter((link, index) => used.findIndex((other) => other.url === link.url) === index)
+    return { text: text.replace(/\s{2,}/g, ' ').trim(), links: unique }
   }
 }
 
@@ -119,12 +114,6 @@ export function renderLinkUrl (template: string, base: string, values: ValueSour
     return encodeURIComponent(value)
   })
   return missing ? undefined : url
-}
-
-interface Used {
-  links: RenderedLink[]
-  /** Value names, and link names as `link:<name>`. */
-  names: string[]
 }
 
 /** How many of the names in `parts` are not general, or undefined when one they need is unknown. */
@@ -157,7 +146,8 @@ function renderParts (
   parts: Part[],
   values: ValueSource,
   links: LinkSource,
-  used: Used
+  /** The links it rendered, in order. */
+  used: RenderedLink[]
 ): string | undefined {
   let text = ''
   for (const part of parts) {
@@ -168,24 +158,21 @@ function renderParts (
       case 'value': {
         const value = values.get(part.name)
         if (value === undefined) return undefined
-        used.names.push(part.name)
         text += value
         break
       }
       case 'link': {
         const link = links.get(part.name)
         if (link === undefined) return undefined
-        used.links.push(link)
-        used.names.push(part.key)
+        used.push(link)
         text += link.url
         break
       }
       case 'optional': {
-        const marks = [used.links.length, used.names.length] as const
+        const mark = used.length
         const optional = renderParts(part.parts, values, links, used)
         if (optional === undefined) {
-          used.links.length = marks[0]
-          used.names.length = marks[1]
+          used.length = mark
         } else {
           text += optional
         }
