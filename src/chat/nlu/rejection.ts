@@ -26,13 +26,24 @@ export interface RejectionSample {
 
 const FEATURES = 7
 
-function features (signals: RejectionSignals): Float64Array {
+/** The rejector's features of `signals`, written into `into` (a new array unless one is given to reuse). */
+function features (signals: RejectionSignals, into = new Float64Array(FEATURES)): Float64Array {
   const { outOfScope, best, margin, coverage, words } = signals
-  return Float64Array.of(1, logit(outOfScope), logit(best), margin, coverage, Math.log1p(words), coverage * Math.log1p(words))
+  const length = Math.log1p(words)
+  into[0] = 1
+  into[1] = logit(outOfScope)
+  into[2] = logit(best)
+  into[3] = margin
+  into[4] = coverage
+  into[5] = length
+  into[6] = coverage * length
+  return into
 }
 
 export class Rejector {
   readonly #weights: Float64Array
+  /** The features of the message being judged: reused, since allocating them cost more than the rest. */
+  readonly #features = new Float64Array(FEATURES)
 
   constructor (weights: ArrayLike<number>) {
     if (weights.length !== FEATURES) throw new Error(`a rejector has ${FEATURES} weights, not ${weights.length}`)
@@ -71,20 +82,7 @@ export class Rejector {
 
   /** The calibrated probability that the message is one the desk serves. */
   inScopeProbability (signals: RejectionSignals): number {
-    // `features` and `dot` unrolled, in the same order (the same sum to the last bit): allocating the feature
-    // vector cost more than the rest.
-    const { outOfScope, best, margin, coverage, words } = signals
-    const w = this.#weights
-    const length = Math.log1p(words)
-    let sum = 0
-    sum += w[0]! * 1
-    sum += w[1]! * logit(outOfScope)
-    sum += w[2]! * logit(best)
-    sum += w[3]! * margin
-    sum += w[4]! * coverage
-    sum += w[5]! * length
-    sum += w[6]! * (coverage * length)
-    return sigmoid(sum)
+    return sigmoid(dot(this.#weights, features(signals, this.#features)))
   }
 
   toJSON (): number[] {
