@@ -9,7 +9,7 @@ import { httpSide, type HttpRequest } from './support/load.ts'
 import type { Options } from './support/options.ts'
 import { forkChild, startService, startWorkers, type Server } from './support/processes.ts'
 import type { PartResult } from './support/report.ts'
-import { compare, log, type Comparison, type Target } from './support/rounds.ts'
+import { compare, log, type Comparison, type Side, type Target } from './support/rounds.ts'
 import { spread } from './support/stats.ts'
 
 const CONNECTIONS = 64
@@ -61,18 +61,24 @@ export default async function chat (options: Options): Promise<PartResult> {
       .filter((_, index) => index % CONNECTIONS === connection)
       .map(({ id, userId }, index) => request(MESSAGES[index % MESSAGES.length]!, userId, id))
 
-    const comparisons = [await compare('New conversations, in memory', 'req/s', [
+    /** The chat's own work in the service's process, no HTTP: new conversations, or `conversations` continued. */
+    const alone = (conversations: number): Side => ({
+      name: ALONE,
+      peer: BARE,
+      run: async (seconds) => ({ value: await memory.call<number>('chatAlone', { messages: MESSAGES, seconds, continuing: conversations }) })
+    })
+    const comparisons = [withCeiling(await compare('New conversations, in memory', 'req/s', [
       httpSide(SERVICE, { server: memory, connections: CONNECTIONS, requests: newConversations, peer: BARE, targets: AGAINST_BARE }),
       httpSide(BARE, { server: bare, connections: CONNECTIONS, requests: newConversations }),
-      {
-        name: ALONE,
-        peer: BARE,
-        run: async (seconds) => ({ value: await memory.call<number>('chatAlone', { messages: MESSAGES, seconds }) })
-      }
-    ], options)]
+      alone(0)
+    ], options))]
     // After the new-conversation runs, whose thousands of conversations would push these out of the in-memory LRU.
     const inMemory = continuing(await startConversations(memory.url, request))
-    comparisons.push(await against('Continuing conversations (20–50 turns), in memory', [{ name: SERVICE, server: memory, targets: AGAINST_BARE }], inMemory))
+    comparisons.push(withCeiling(await compare('Continuing conversations (20–50 turns), in memory', 'req/s', [
+      httpSide(SERVICE, { server: memory, connections: CONNECTIONS, requests: inMemory, peer: BARE, targets: AGAINST_BARE }),
+      httpSide(BARE, { server: bare, connections: CONNECTIONS, requests: inMemory }),
+      alone(CONVERSATIONS)
+    ], options)))
     const notes = [
       `\`POST /v1/chat/send\` (*service*) against a bare Fastify route, ${CONNECTIONS} connections (autocannon). New conversations: each request starts one (${MESSAGES.length} messages in turn). ` +
         `Continuing: ${CONVERSATIONS} conversations started beforehand with 10–25 messages each (20–50 turns with the replies); ` +
@@ -82,8 +88,11 @@ export default async function chat (options: Options): Promise<PartResult> {
         'route\'s rate autocannon takes a large share of the two cores (its column): the bare figure is a floor of what the route ' +
         'could do alone, so the ratio errs in the service\'s favour. ' +
         `*${ALONE}*: the service's chat (understanding, dialogue, reply, in-memory store) called in its own process with no ` +
-        'HTTP, request log, headers or metrics, one message at a time on one core: the most any HTTP service around it could ' +
-        'serve per core, so its ratio to the bare route bounds the service\'s.'
+        'HTTP, request log, headers or metrics, one message at a time on one core, on the same messages (continuing: ' +
+        `${CONVERSATIONS} conversations of its own, started the same way): the most any HTTP service around it could serve per core. ` +
+        '*Ceiling* (under each table): a service that did the bare route\'s work and then the chat\'s, and nothing else, ' +
+        'spends the sum of their times per request, so it could reach at most alone ÷ (alone + bare) of the bare route: ' +
+        'the 0.6× target is out of reach of any HTTP path wherever that ceiling is near or under 0.6.'
     ]
     if (await redisAnswers(REDIS_URL)) {
       // One key prefix for both process models: the continuing conversations are the same on either.
@@ -112,6 +121,18 @@ export default async function chat (options: Options): Promise<PartResult> {
 /** What one comparison sends: one list for every connection, or each connection (0, 1, …) its own. */
 type Requests = HttpRequest[] | ((connection: number) => HttpRequest[])
 interface Conversation { id: string, userId: string }
+
+/**
+ * The comparison with the most the service could reach against the bare route, as its note: an HTTP service that did
+ * the bare route's work and then the chat's alone, and nothing more (no request log, security headers, metrics), would
+ * spend the sum of the two per request: 1 ÷ (1 ÷ bare + 1 ÷ alone), over the bare route's rate. Taken round by round.
+ */
+function withCeiling (comparison: Comparison): Comparison {
+  const rounds = (name: string): number[] => comparison.sides.find((side) => side.name === name)!.rounds
+  const bare = rounds(BARE)
+  const { median, min, max } = spread(rounds(ALONE).map((alone, round) => alone / (alone + bare[round]!)))
+  return { ...comparison, note: `Ceiling, the bare route's work plus the chat's alone: ${median.toFixed(2)}× the bare route (${min.toFixed(2)}–${max.toFixed(2)}×).` }
+}
 
 /** The comparison with the ratio of the process models, 2 workers over 1, taken round by round, as its note. */
 function withWorkersRatio (comparison: Comparison): Comparison {

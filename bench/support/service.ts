@@ -13,17 +13,29 @@ await app.listen({ host: '127.0.0.1', port: 0 })
 serveCommands((app.server.address() as { port: number }).port, {
   // Tells memory the service still holds from memory it has freed but not yet collected (with --expose-gc).
   gc: async () => { (globalThis as { gc?: () => void }).gc?.(); return process.memoryUsage() },
-  // The chat's own work with no HTTP at all: ChatService.send on these messages in turn, one at a time, each starting
-  // a conversation, for `seconds`. Messages per second.
-  chatAlone: async ({ messages, seconds }: { messages: string[], seconds: number }) => {
+  // The chat's own work with no HTTP at all: ChatService.send on these messages in turn, one at a time, for `seconds`.
+  // Each message starts a conversation, or with `continuing`, continues one of that many conversations in turn, each
+  // first given 10–25 messages (unmeasured) as the HTTP side's are. Messages per second.
+  chatAlone: async ({ messages, seconds, continuing = 0 }: { messages: string[], seconds: number, continuing?: number }) => {
+    const send = async (message: string, userId: string, conversationId?: string): Promise<string> =>
+      (await app.chatService.send({ owner: 'bench', userId, message, ...conversationId === undefined ? {} : { conversationId } })).conversationId
+    const started: Array<{ id: string, userId: string }> = []
+    for (let index = 0; index < continuing; index++) {
+      const userId = `regular-${index}`
+      let id: string | undefined
+      for (let turn = 0; turn < 10 + (index % 16); turn++) id = await send(messages[(index + turn) % messages.length]!, userId, id)
+      started.push({ id: id!, userId })
+    }
     const end = performance.now() + seconds * 1000
     let sent = 0
-    const started = performance.now()
+    const since = performance.now()
     while (performance.now() < end) {
       for (let index = 0; index < 100; index++, sent++) {
-        await app.chatService.send({ owner: 'bench', userId: `customer-${sent % 8}`, message: messages[sent % messages.length]! })
+        const message = messages[sent % messages.length]!
+        const conversation = started[sent % Math.max(1, continuing)]
+        await (conversation === undefined ? send(message, `customer-${sent % 8}`) : send(message, conversation.userId, conversation.id))
       }
     }
-    return sent / ((performance.now() - started) / 1000)
+    return sent / ((performance.now() - since) / 1000)
   }
 }, () => app.close())
