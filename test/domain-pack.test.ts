@@ -1,7 +1,7 @@
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { stringify } from 'yaml'
+import { dump } from 'js-yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { checkDomainPack, DEFAULT_DOMAIN_PACK, DomainPackError, loadDomainPack } from '../src/chat/domain-pack/load.ts'
 import { INTENTS } from '../src/chat/intents.ts'
@@ -89,7 +89,7 @@ describe('a pack directory', () => {
   it('adds the examples of every nlu file to the intent it names', async () => {
     const copy = await mkdtemp(join(dir, 'pack-'))
     await cp(DEFAULT_DOMAIN_PACK, copy, { recursive: true })
-    await writeFile(join(copy, 'nlu', 'more-reviews.yaml'), stringify({ intent: 'review', examples: ['I would give the kettle five stars'] }))
+    await writeFile(join(copy, 'nlu', 'more-reviews.yaml'), dump({ intent: 'review', examples: ['I would give the kettle five stars'] }))
     const pack = loadDomainPack(copy)
     const before: string[] = original['intents']['review'].examples
     expect(pack.intents.review.examples).toHaveLength(before.length + 1)
@@ -122,7 +122,7 @@ describe('DOMAIN_PACK', () => {
   it('a single YAML file, a JSON file and the directory are the same pack', async () => {
     const yaml = join(dir, 'same.yaml')
     const json = join(dir, 'same.json')
-    await writeFile(yaml, stringify(original))
+    await writeFile(yaml, dump(original))
     await writeFile(json, JSON.stringify(original))
     expect(loadDomainPack(yaml)).toEqual(loadDomainPack())
     expect(loadDomainPack(json)).toEqual(loadDomainPack())

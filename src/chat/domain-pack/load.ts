@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Static, TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { parse as parseYaml } from 'yaml'
+import { load as parseYaml } from 'js-yaml'
 import { linkValueNames, ReplyTemplate, TemplateSyntaxError } from '../replies/templates.ts'
 import { DomainPack, NluFile } from './schema.ts'
 
