@@ -3,6 +3,13 @@ import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
+/**
+ * Log paths that can carry credentials; pino replaces them wherever they appear (the app's logger options). Any
+ * object's `headers` one level down, not only `req`'s: @fastify/multipart logs the request's headers as
+ * `busboyOptions.headers` at trace level.
+ */
+export const REDACTED_LOG_PATHS = ['headers.authorization', '*.headers.authorization']
+
 /** An X-Request-Id worth keeping: short, and nothing that could break a log line or a header. */
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/
 

@@ -16,18 +16,12 @@ import openapi from '../plugins/openapi.ts'
 import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
 import securityHeaders, { HEADERS_WITHOUT_HOOKS } from '../plugins/security-headers.ts'
-import requestId, { RequestLog, requestIdOf } from '../plugins/request-log.ts'
+import requestId, { REDACTED_LOG_PATHS, RequestLog, requestIdOf } from '../plugins/request-log.ts'
 
 export interface BuildOptions {
   /** Where the JSON log lines go; standard output by default. */
   logStream?: { write: (line: string) => void }
 }
-
-/**
- * Log paths that can carry credentials; pino replaces them wherever they appear. Any object's `headers` one level
- * down, not only `req`'s: @fastify/multipart logs the request's headers as `busboyOptions.headers` at trace level.
- */
-const REDACTED = ['headers.authorization', '*.headers.authorization']
 
 /** The `/api` prefix some clients use is an alias of the canonical routes (and stays out of the OpenAPI document). */
 const API_ALIAS_PREFIX = '/api/v1/'
@@ -66,7 +60,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     logController: new RequestLog(),
     logger: {
       level: config.logLevel,
-      redact: { paths: REDACTED, censor: '[redacted]' },
+      redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
       ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
     rewriteUrl: (request) => {
