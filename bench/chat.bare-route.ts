@@ -2,18 +2,31 @@
  * Child process of chat.bench.ts: the least a chat endpoint can be in Fastify. The same TypeBox request schema,
  * validated as the service validates it (no type coercion), the same bearer check (@fastify/bearer-auth), a reply of
  * the same shape serialised through the same response schema; no understanding, dialogue, conversation store, request
- * log or other hooks.
+ * log or other hooks. With BENCH_REQUEST_LOG=1, the service's request log as well (its request id, one line per
+ * request with the same redaction, to a stream that drops it as the bench's service does): what that line costs.
  */
 import { randomUUID } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
 import { Type } from '@sinclair/typebox'
 import Fastify from 'fastify'
+import requestId, { REDACTED_LOG_PATHS, RequestLog, requestIdOf } from '../plugins/request-log.ts'
 import { ChatContext, ChatLink, ChatReply, ChatRequest } from '../schemas/chat.ts'
 import { serveCommands } from './support/processes.ts'
 
 const LINK = 'https://shop.example.com/orders/A-10042/tracking'
 
-const app = Fastify({ ajv: { customOptions: { coerceTypes: false } } })
+const requestLog = process.env['BENCH_REQUEST_LOG'] === '1'
+const app = Fastify({
+  ajv: { customOptions: { coerceTypes: false } },
+  ...requestLog
+    ? {
+        logger: { level: 'info', redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' }, stream: { write () {} } },
+        logController: new RequestLog(),
+        genReqId: requestIdOf
+      }
+    : {}
+})
+if (requestLog) await app.register(requestId)
 for (const schema of [ChatContext, ChatLink, ChatRequest, ChatReply]) app.addSchema(schema)
 await app.register(bearerAuth, { keys: new Set([process.env['BENCH_API_KEY'] ?? '']) })
 app.post('/v1/chat/send', { schema: { body: Type.Ref(ChatRequest), response: { 200: Type.Ref(ChatReply) } } }, async (request) => {

@@ -20,6 +20,7 @@ const SERVICE = 'service'
 const WORKERS = 'service, 2 workers'
 const BARE = 'bare route'
 const ALONE = 'ChatService.send alone, no HTTP'
+const BARE_LOGGED = 'bare route + the service\'s request log'
 const AGAINST_BARE: Target[] = [{ metric: 'ratio', op: '≥', limit: 0.6 }]
 const MESSAGES = [
   'where is my order #A-10042?',
@@ -44,6 +45,7 @@ export default async function chat (options: Options): Promise<PartResult> {
   try {
     const memory = await keep(startService({ API_KEYS: apiKey }))
     const bare = await keep(forkChild(new URL('./chat.bare-route.ts', import.meta.url), { BENCH_API_KEY: apiKey }))
+    const bareLogged = await keep(forkChild(new URL('./chat.bare-route.ts', import.meta.url), { BENCH_API_KEY: apiKey, BENCH_REQUEST_LOG: '1' }))
     const request = (message: string, userId: string, conversationId?: string): HttpRequest => ({
       method: 'POST',
       path: '/v1/chat/send',
@@ -70,6 +72,7 @@ export default async function chat (options: Options): Promise<PartResult> {
     const comparisons = [withCeiling(await compare('New conversations, in memory', 'req/s', [
       httpSide(SERVICE, { server: memory, connections: CONNECTIONS, requests: newConversations, peer: BARE, targets: AGAINST_BARE }),
       httpSide(BARE, { server: bare, connections: CONNECTIONS, requests: newConversations }),
+      httpSide(BARE_LOGGED, { server: bareLogged, connections: CONNECTIONS, requests: newConversations, peer: BARE }),
       alone(0)
     ], options))]
     // After the new-conversation runs, whose thousands of conversations would push these out of the in-memory LRU.
@@ -77,6 +80,7 @@ export default async function chat (options: Options): Promise<PartResult> {
     comparisons.push(withCeiling(await compare('Continuing conversations (20–50 turns), in memory', 'req/s', [
       httpSide(SERVICE, { server: memory, connections: CONNECTIONS, requests: inMemory, peer: BARE, targets: AGAINST_BARE }),
       httpSide(BARE, { server: bare, connections: CONNECTIONS, requests: inMemory }),
+      httpSide(BARE_LOGGED, { server: bareLogged, connections: CONNECTIONS, requests: inMemory, peer: BARE }),
       alone(CONVERSATIONS)
     ], options)))
     const notes = [
@@ -90,9 +94,12 @@ export default async function chat (options: Options): Promise<PartResult> {
         `*${ALONE}*: the service's chat (understanding, dialogue, reply, in-memory store) called in its own process with no ` +
         'HTTP, request log, headers or metrics, one message at a time on one core, on the same messages (continuing: ' +
         `${CONVERSATIONS} conversations of its own, started the same way): the most any HTTP service around it could serve per core. ` +
+        `*${BARE_LOGGED}*: the bare route with the service's request id and its one log line per request (same fields and ` +
+        'redaction, written to a stream that drops it, as the service\'s lines are here). ' +
         '*Ceiling* (under each table): a service that did the bare route\'s work and then the chat\'s, and nothing else, ' +
-        'spends the sum of their times per request, so it could reach at most alone ÷ (alone + bare) of the bare route: ' +
-        'the 0.6× target is out of reach of any HTTP path wherever that ceiling is near or under 0.6.'
+        'spends the sum of their times per request, so it could reach at most alone ÷ (alone + bare) of the bare route; ' +
+        'the second figure does the same with the logging bare route: the 0.6× target is out of reach of any HTTP path ' +
+        'that logs its requests wherever that figure is under 0.6.'
     ]
     if (await redisAnswers(REDIS_URL)) {
       // One key prefix for both process models: the continuing conversations are the same on either.
@@ -125,13 +132,21 @@ interface Conversation { id: string, userId: string }
 /**
  * The comparison with the most the service could reach against the bare route, as its note: an HTTP service that did
  * the bare route's work and then the chat's alone, and nothing more (no request log, security headers, metrics), would
- * spend the sum of the two per request: 1 ÷ (1 ÷ bare + 1 ÷ alone), over the bare route's rate. Taken round by round.
+ * spend the sum of the two per request: 1 ÷ (1 ÷ bare + 1 ÷ alone), over the bare route's rate; and the same with the
+ * bare route that also writes the service's request log line in place of the bare route. Taken round by round.
  */
 function withCeiling (comparison: Comparison): Comparison {
   const rounds = (name: string): number[] => comparison.sides.find((side) => side.name === name)!.rounds
   const bare = rounds(BARE)
-  const { median, min, max } = spread(rounds(ALONE).map((alone, round) => alone / (alone + bare[round]!)))
-  return { ...comparison, note: `Ceiling, the bare route's work plus the chat's alone: ${median.toFixed(2)}× the bare route (${min.toFixed(2)}–${max.toFixed(2)}×).` }
+  const alone = rounds(ALONE)
+  const ceiling = (route: number[]): string => {
+    const { median, min, max } = spread(alone.map((chat, round) => 1 / (1 / route[round]! + 1 / chat) / bare[round]!))
+    return `${median.toFixed(2)}× the bare route (${min.toFixed(2)}–${max.toFixed(2)}×)`
+  }
+  return {
+    ...comparison,
+    note: `Ceiling, the bare route's work plus the chat's alone: ${ceiling(bare)}; with the service's request log as well: ${ceiling(rounds(BARE_LOGGED))}.`
+  }
 }
 
 /** The comparison with the ratio of the process models, 2 workers over 1, taken round by round, as its note. */
