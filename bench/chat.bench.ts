@@ -53,36 +53,34 @@ export default async function chat (options: Options): Promise<PartResult> {
       body: JSON.stringify({ message, user_id: userId, ...conversationId === undefined ? {} : { conversation_id: conversationId } })
     })
     const newConversations = MESSAGES.map((message, index) => request(message, `customer-${index}`))
-    /** The services (each with its ratio to the bare route) and the bare route, sent the same requests. */
-    const against = async (title: string, services: Array<{ name: string, server: Server, targets?: Target[] }>, requests: Requests): Promise<Comparison> =>
+    /** The services (each with its ratio to the bare route), the bare route and any `more` sides, sent the same requests. */
+    const against = async (title: string, services: Array<{ name: string, server: Server, targets?: Target[] }>, requests: Requests, more: Side[] = []): Promise<Comparison> =>
       await compare(title, 'req/s', [
         ...services.map(({ name, server, targets }) => httpSide(name, { server, connections: CONNECTIONS, requests, peer: BARE, ...targets === undefined ? {} : { targets } })),
-        httpSide(BARE, { server: bare, connections: CONNECTIONS, requests })
+        httpSide(BARE, { server: bare, connections: CONNECTIONS, requests }),
+        ...more
       ], options)
     const continuing = (conversations: Conversation[]): Requests => (connection) => conversations
       .filter((_, index) => index % CONNECTIONS === connection)
       .map(({ id, userId }, index) => request(MESSAGES[index % MESSAGES.length]!, userId, id))
 
-    /** The chat's own work in the service's process, no HTTP: new conversations, or `conversations` continued. */
-    const alone = (conversations: number): Side => ({
-      name: ALONE,
-      peer: BARE,
-      run: async (seconds) => ({ value: await memory.call<number>('chatAlone', { messages: MESSAGES, seconds, continuing: conversations }) })
-    })
-    const comparisons = [withCeiling(await compare('New conversations, in memory', 'req/s', [
-      httpSide(SERVICE, { server: memory, connections: CONNECTIONS, requests: newConversations, peer: BARE, targets: AGAINST_BARE }),
-      httpSide(BARE, { server: bare, connections: CONNECTIONS, requests: newConversations }),
-      httpSide(BARE_LOGGED, { server: bareLogged, connections: CONNECTIONS, requests: newConversations, peer: BARE }),
-      alone(0)
-    ], options))]
+    /**
+     * The in-memory service against the bare route, the logging bare route and the chat's own work in the service's
+     * process with no HTTP (new conversations, or `conversations` of its own continued), with the ceiling note.
+     */
+    const inMemory = async (title: string, requests: Requests, conversations: number): Promise<Comparison> =>
+      withCeiling(await against(title, [{ name: SERVICE, server: memory, targets: AGAINST_BARE }], requests, [
+        httpSide(BARE_LOGGED, { server: bareLogged, connections: CONNECTIONS, requests, peer: BARE }),
+        {
+          name: ALONE,
+          peer: BARE,
+          run: async (seconds) => ({ value: await memory.call<number>('chatAlone', { messages: MESSAGES, seconds, continuing: conversations }) })
+        }
+      ]))
+    const comparisons = [await inMemory('New conversations, in memory', newConversations, 0)]
     // After the new-conversation runs, whose thousands of conversations would push these out of the in-memory LRU.
-    const inMemory = continuing(await startConversations(memory.url, request))
-    comparisons.push(withCeiling(await compare('Continuing conversations (20–50 turns), in memory', 'req/s', [
-      httpSide(SERVICE, { server: memory, connections: CONNECTIONS, requests: inMemory, peer: BARE, targets: AGAINST_BARE }),
-      httpSide(BARE, { server: bare, connections: CONNECTIONS, requests: inMemory }),
-      httpSide(BARE_LOGGED, { server: bareLogged, connections: CONNECTIONS, requests: inMemory, peer: BARE }),
-      alone(CONVERSATIONS)
-    ], options)))
+    const started = continuing(await startConversations(memory.url, request))
+    comparisons.push(await inMemory('Continuing conversations (20–50 turns), in memory', started, CONVERSATIONS))
     const notes = [
       `\`POST /v1/chat/send\` (*service*) against a bare Fastify route, ${CONNECTIONS} connections (autocannon). New conversations: each request starts one (${MESSAGES.length} messages in turn). ` +
         `Continuing: ${CONVERSATIONS} conversations started beforehand with 10–25 messages each (20–50 turns with the replies); ` +
