@@ -88,4 +88,20 @@ describe('the model cache', () => {
       expect(restored.score(words)).toEqual(trained.model.score(words))
     }
   })
+
+  it('a message scores the same whatever the word cache holds, when it fills up and past its size', () => {
+    const { trained } = cachedTraining(small, undefined, english)
+    const fresh = (): IntentModel => IntentModel.fromBytes(trained.model.toBytes(), english)
+    const madeUp = (count: number, prefix: string): string[] => Array.from({ length: count }, (_, i) => `${prefix}${i.toString(36)}`)
+    const message = trained.model.words('hi, I want my money back for order A-1 and where is my parcel')
+    const long = [...madeUp(25_000, 'zq'), ...message]
+    const expected = { message: fresh().score(message), long: fresh().score(long) }
+    // The word cache holds 20,000 words: this one is 5 short of full when the message comes, then gets a message
+    // longer than it holds.
+    const model = fresh()
+    model.score(madeUp(19_995, 'xk'))
+    expect(model.score(message)).toEqual(expected.message)
+    expect(model.score(long)).toEqual(expected.long)
+    expect(model.score(message)).toEqual(expected.message)
+  })
 })

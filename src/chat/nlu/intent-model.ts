@@ -141,22 +141,25 @@ export class IntentModel {
   score (words: readonly string[]): ModelScore {
     const scores = this.#scores
     scores.fill(0)
+    const vectors = this.#wordVectors
+    vectors.begin(words.length)
     let known = 0
     let knownWords = 0
     let previous: WordVector | undefined
     let neighbour: WordVector | undefined
     for (const text of words) {
-      const word = this.#wordVectors.get(text)
+      const word = vectors.get(text)
       if (word.stemKnown) knownWords++
-      known += this.#wordVectors.addWord(scores, word)
-      if (neighbour !== undefined) known += this.#wordVectors.addFeature(scores, continueHash(neighbour.bigramPrefix, word.stem))
+      known += vectors.addWord(scores, word)
+      if (neighbour !== undefined) known += vectors.addFeature(continueHash(neighbour.bigramPrefix, word.stem))
       neighbour = word
       if (word.content) {
-        if (previous !== undefined) known += this.#wordVectors.addFeature(scores, continueHash(previous.pairPrefix, word.stem))
+        if (previous !== undefined) known += vectors.addFeature(continueHash(previous.pairPrefix, word.stem))
         previous = word
       }
     }
-    if (words.length === 0) known += this.#wordVectors.addFeature(scores, EMPTY_MESSAGE)
+    if (words.length === 0) known += vectors.addFeature(EMPTY_MESSAGE)
+    vectors.sumInto(scores)
     const scale = known === 0 ? 0 : 1 / Math.sqrt(known)
     const bias = this.#bias
     for (let c = 0; c < scores.length; c++) scores[c] = bias[c]! + scores[c]! * scale
@@ -289,8 +292,13 @@ class WordVectors {
   readonly #byWord = new Map<string, WordVector>()
   /** The vectors, `#classes` numbers each, grown as words come (up to WORD_CACHE_SIZE). */
   #slab: Float64Array
-  /** The vector of a word not cached (longer than MAX_WORD_LENGTH), valid until the next one. */
+  /** The vector of a word not cached (longer than MAX_WORD_LENGTH, or a full cache), valid until the next one. */
   readonly #scratch: Float64Array
+  /** The message being scored: its cached words' offsets in the slab, and its pair features' offsets in the weights. */
+  #wordOffsets = new Int32Array(64)
+  #rowOffsets = new Int32Array(128)
+  #wordCount = 0
+  #rowCount = 0
 
   constructor (table: FeatureTable, weights: Float32Array, classes: number) {
     this.#table = table
@@ -303,9 +311,9 @@ class WordVectors {
   get (word: string): WordVector {
     const cached = this.#byWord.get(word)
     if (cached !== undefined) return cached
-    // Longer "words" (noise, pasted hashes) are not kept: a stream of them must not hold their text in memory.
-    const kept = word.length <= MAX_WORD_LENGTH
-    if (kept && this.#byWord.size >= WORD_CACHE_SIZE) this.#byWord.clear()
+    // Longer "words" (noise, pasted hashes) are not kept: a stream of them must not hold their text in memory. The
+    // cache is cleared between messages (`begin`), never during one: a message's gathered vectors stay where they are.
+    const kept = word.length <= MAX_WORD_LENGTH && this.#byWord.size < WORD_CACHE_SIZE
     const offset = kept ? this.#byWord.size * this.#classes : -1
     if (offset + this.#classes > this.#slab.length) this.#grow()
     const vector = offset < 0 ? this.#scratch : this.#slab
@@ -332,20 +340,51 @@ class WordVectors {
     return entry
   }
 
-  /** Adds the word's vector to `scores`; the number of its features seen in training. */
+  /**
+   * Starts a message of `words` words. Its vectors and rows are gathered, then summed class by class (`sumInto`):
+   * the rows are scattered over a weight matrix of megabytes, and reading them side by side lets the processor fetch
+   * them at once — twice as fast as adding one row after another.
+   */
+  begin (words: number): void {
+    if (this.#byWord.size + words > WORD_CACHE_SIZE) this.#byWord.clear()
+    this.#wordCount = 0
+    this.#rowCount = 0
+    if (this.#wordOffsets.length < words) {
+      this.#wordOffsets = new Int32Array(words * 2)
+      this.#rowOffsets = new Int32Array(words * 4 + 2)
+    }
+  }
+
+  /** Adds the word's vector to the message (an uncached word's to `scores` at once); its features seen in training. */
   addWord (scores: Float64Array, word: WordVector): number {
-    const vector = word.offset < 0 ? this.#scratch : this.#slab
-    const start = word.offset < 0 ? 0 : word.offset
-    for (let c = 0; c < this.#classes; c++) scores[c]! += vector[start + c]!
+    if (word.offset < 0) {
+      for (let c = 0; c < this.#classes; c++) scores[c]! += this.#scratch[c]!
+    } else {
+      this.#wordOffsets[this.#wordCount++] = word.offset
+    }
     return word.known
   }
 
-  /** Adds the weight row of one feature to `scores`: 1 if it was seen in training, else 0. */
-  addFeature (scores: Float64Array, hash: number): number {
+  /** Adds the weight row of one feature to the message: 1 if it was seen in training, else 0. */
+  addFeature (hash: number): number {
     const row = this.#table.get(hash)
     if (row < 0) return 0
-    for (let c = 0, at = row * this.#classes; c < scores.length; c++, at++) scores[c]! += this.#weights[at]!
+    this.#rowOffsets[this.#rowCount++] = row * this.#classes
     return 1
+  }
+
+  /** Adds the message's vectors and rows to `scores`, class by class. */
+  sumInto (scores: Float64Array): void {
+    const slab = this.#slab
+    const weights = this.#weights
+    const wordOffsets = this.#wordOffsets
+    const rowOffsets = this.#rowOffsets
+    for (let c = 0; c < this.#classes; c++) {
+      let sum = 0
+      for (let k = 0; k < this.#wordCount; k++) sum += slab[wordOffsets[k]! + c]!
+      for (let k = 0; k < this.#rowCount; k++) sum += weights[rowOffsets[k]! + c]!
+      scores[c]! += sum
+    }
   }
 
   #grow (): void {
