@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { NODE_FLAGS } from '../test/support/servers.ts'
 import { Corpus, metadataRequest, postImage, type CorpusImage } from './support/corpus.ts'
 import { failures } from './support/load.ts'
 import type { Options } from './support/options.ts'
@@ -59,9 +60,9 @@ export default async function provenance (options: Options): Promise<PartResult>
     await symlink(join(ROOT, 'node_modules'), join(worktree, 'node_modules'))
     const image = await corpus.cameraJpeg('JPEG 4000×3000', 4000, 3000, 20, 85)
     const env = { PATH: process.env['PATH'] ?? '', API_KEYS: KEY, EXIFTOOL_PROCS: '1', RATE_LIMIT_METADATA_PER_MIN: '0', LOG_LEVEL: 'warn' }
-    const before = await spawnServer(process.execPath, ['src/server.ts'], { cwd: worktree, env })
+    const before = await spawnServer(process.execPath, [...NODE_FLAGS, 'src/server.ts'], { cwd: worktree, env })
     servers.push(before)
-    const now = await spawnServer(process.execPath, ['src/server.ts'], { cwd: ROOT, env })
+    const now = await spawnServer(process.execPath, [...NODE_FLAGS, 'src/server.ts'], { cwd: ROOT, env })
     servers.push(now)
     const baseline = `before provenance (${revision})`
     const comparison = await compare('12 MP JPEG uploads, one at a time', 'ms', [

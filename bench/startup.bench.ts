@@ -3,13 +3,14 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { NODE_FLAGS } from '../test/support/servers.ts'
 import type { Options } from './support/options.ts'
 import { spawnServer } from './support/processes.ts'
 import type { PartResult } from './support/report.ts'
 import { compare, type Side, type Target } from './support/rounds.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const NODE = 'node src/server.ts (without npm)'
+const NODE = `node ${[...NODE_FLAGS, 'src/server.ts'].join(' ')} (without npm)`
 
 export default async function startup (options: Options): Promise<PartResult> {
   const compileCache = await mkdtemp(join(tmpdir(), 'bench-compile-cache-'))
@@ -26,8 +27,8 @@ export default async function startup (options: Options): Promise<PartResult> {
   })
   const comparison = await compare('From start to /health/ready', 's', [
     side('npm start', 'npm', ['start'], [{ metric: 'value', op: '≤', limit: 1.5 }]),
-    side(NODE, process.execPath, ['src/server.ts']),
-    side('the same, NODE_COMPILE_CACHE set', process.execPath, ['src/server.ts'], [], { NODE_COMPILE_CACHE: compileCache }, NODE)
+    side(NODE, process.execPath, [...NODE_FLAGS, 'src/server.ts']),
+    side('the same, NODE_COMPILE_CACHE set', process.execPath, [...NODE_FLAGS, 'src/server.ts'], [], { NODE_COMPILE_CACHE: compileCache }, NODE)
   ], { rounds: options.quick ? 2 : 5, seconds: 0, warmupSeconds: 1 }).finally(async () => { await rm(compileCache, { recursive: true, force: true }) })
   return {
     title: 'Start-up',

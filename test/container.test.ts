@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_MODEL_CACHE } from '../src/chat/nlu/model-cache.ts'
 import { runProcess } from './support/processes.ts'
-import { PROJECT_ROOT, startService, stopService } from './support/servers.ts'
+import { NODE_FLAGS, PROJECT_ROOT, startService, stopService } from './support/servers.ts'
 
 // There is no Docker engine here, so the image cannot be built. What the Dockerfile relies on is checked instead:
 // its build stage's steps run as written in a directory of their own (the files it copies, production dependencies
@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterAll(async () => { await rm(app, { recursive: true, force: true }) })
 
 describe('the Dockerfile', () => {
-  it('builds on the official Node 24 slim image, runs as a non-root user under tini, with node as the command', () => {
+  it('builds on the official Node 24 slim image, runs as a non-root user under tini, with the node command of npm start', () => {
     const stages = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((match) => match[1])
     expect(stages.length).toBeGreaterThanOrEqual(2)
     for (const image of stages) expect(image).toMatch(/^node:24-[a-z]+-slim\b/)
@@ -29,7 +29,8 @@ describe('the Dockerfile', () => {
     expect(dockerfile).toMatch(/apt-get install -y --no-install-recommends perl tini/)
     expect(dockerfile).toMatch(/^USER node$/m)
     expect(dockerfile).toMatch(/^ENTRYPOINT \["\/usr\/bin\/tini", "--"\]$/m)
-    expect(dockerfile).toMatch(/^CMD \["node", "src\/server\.ts"\]$/m)
+    // The command is `npm start`'s, Node's flags included, without npm in between.
+    expect(JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]!)).toEqual(['node', ...NODE_FLAGS, 'src/server.ts'])
     expect(dockerfile).toMatch(/^HEALTHCHECK /m)
   })
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { get } from 'node:http'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { freePort } from '../../test/support/servers.ts'
+import { freePort, NODE_FLAGS } from '../../test/support/servers.ts'
 
 /** A process the bench started: forked (with a command channel) or spawned (`npm start`). */
 export interface Server {
@@ -101,13 +101,13 @@ export function serveCommands (port: number, commands: Record<string, (args: nev
 }
 
 /**
- * The service as `buildApp(loadConfig(env))` builds it, in a child process of its own (bench/support/service.ts);
- * with `--expose-gc` in `execArgv` it answers a `gc` command.
+ * The service as `buildApp(loadConfig(env))` builds it, in a child process of its own (bench/support/service.ts) run
+ * with the start command's Node flags; with `--expose-gc` in `execArgv` it answers a `gc` command.
  */
 export async function startService (env: Record<string, string> = {}, execArgv: string[] = []): Promise<Child & { apiKey: string }> {
   const apiKey = env['API_KEYS'] ?? `bench-${randomBytes(12).toString('hex')}`
   const config = { API_KEYS: apiKey, RATE_LIMIT_CHAT_PER_MIN: '0', RATE_LIMIT_METADATA_PER_MIN: '0', ...env }
-  const child = await forkChild(new URL('./service.ts', import.meta.url), { BENCH_SERVICE_ENV: JSON.stringify(config) }, execArgv)
+  const child = await forkChild(new URL('./service.ts', import.meta.url), { BENCH_SERVICE_ENV: JSON.stringify(config) }, [...NODE_FLAGS, ...execArgv])
   return { ...child, apiKey }
 }
 
@@ -142,7 +142,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url))
  */
 export async function startWorkers (workers: number, env: Record<string, string> = {}): Promise<Server & { apiKey: string }> {
   const apiKey = env['API_KEYS'] ?? `bench-${randomBytes(12).toString('hex')}`
-  const server = await spawnServer(process.execPath, ['src/server.ts'], {
+  const server = await spawnServer(process.execPath, [...NODE_FLAGS, 'src/server.ts'], {
     cwd: ROOT,
     env: {
       PATH: process.env['PATH'] ?? '',

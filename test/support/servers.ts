@@ -1,10 +1,22 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { DEFAULT_MODEL_CACHE } from '../../src/chat/nlu/model-cache.ts'
 import { until } from './processes.ts'
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+/**
+ * Node's own flags in the service's start command (`npm start`; the Dockerfile's CMD carries the same, which
+ * test/container.test.ts checks): servers the tests and the bench start run with them too.
+ */
+export const NODE_FLAGS: readonly string[] = (() => {
+  const { scripts } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }
+  const command = /^exec node ((?:--\S+ )*)src\/server\.ts$/.exec(scripts['start'] ?? '')
+  if (command === null) throw new Error(`npm start is not "exec node [flags] src/server.ts": ${scripts['start']}`)
+  return command[1]!.split(' ').filter(Boolean)
+})()
 
 /** A TCP port nothing listens on now (the kernel's pick). */
 export async function freePort (): Promise<number> {
@@ -25,7 +37,7 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `node src/server.ts` (or `npm start`) in `cwd` on a free port with `env` on top of what every test server
+ * Starts `node [NODE_FLAGS] src/server.ts` (or `npm start`) in `cwd` on a free port with `env` on top of what every test server
  * needs, and waits until /health/ready answers 200.
  */
 export async function startService (env: Record<string, string>, how: 'node' | 'npm' = 'node', cwd = PROJECT_ROOT): Promise<ServiceProcess> {
@@ -39,7 +51,7 @@ export async function startService (env: Record<string, string>, how: 'node' | '
     ...env
   }
   const child = how === 'node'
-    ? spawn(process.execPath, ['src/server.ts'], { cwd, env: fullEnv })
+    ? spawn(process.execPath, [...NODE_FLAGS, 'src/server.ts'], { cwd, env: fullEnv })
     : spawn('npm', ['start', '--silent'], { cwd, env: fullEnv })
   let output = ''
   child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
