@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest'
 import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
@@ -42,6 +43,11 @@ async function appWithFrozenChild (limits: { taskTimeoutMs: number, maxQueue: nu
   if (pid === undefined) throw new Error('the pool has no child after answering a request')
   process.kill(pid, 'SIGSTOP')
   return { testApp, extractor, pid }
+}
+
+/** This process's children now (Linux: /proc). */
+function childPids (): number[] {
+  return readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number)
 }
 
 describe('the ExifTool pool', () => {
@@ -140,6 +146,27 @@ describe('the ExifTool pool', () => {
     expect(refused.headers['retry-after']).toBe('1')
     expect(refused.body['code']).toBe('EXTRACTOR_UNAVAILABLE')
     expect(await testApp.scratchFiles()).toEqual([])
+  })
+
+  it('starts its first child while the app is built, before any request, and is ready with it', async () => {
+    const testApp = await appWith({ procs: 2, taskTimeoutMs: 10_000, maxQueue: 8 })
+    const extractor = testApp.app.metadataExtractor
+    await until(() => extractor.pids.length === 1)
+    const [pid] = extractor.pids
+    expect(isAlive(pid!)).toBe(true)
+    const ready = await testApp.app.inject({ method: 'GET', url: '/health/ready' })
+    expect(ready.statusCode).toBe(200)
+    expect(extractor.pids).toEqual([pid])
+  })
+
+  it('leaves no ExifTool process behind when the app closes while its first child is still starting', async () => {
+    const before = new Set(childPids())
+    const testApp = await createTestApp({ exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 8 } })
+    const started = childPids().filter((pid) => !before.has(pid))
+    expect(started.length).toBeGreaterThan(0)
+    await testApp.close()
+    await until(() => !started.some(isAlive))
+    expect(await testApp.app.metadataExtractor.isReady(1000)).toBe(false)
   })
 
   it('leaves no ExifTool process and no scratch directory behind when the app closes', async () => {

@@ -71,6 +71,14 @@ export class MetadataExtractor {
     return await this.#read(path, FULL_READ_ARGS)
   }
 
+  /**
+   * Starts a child now instead of on the first read: ExifTool's Perl takes a few hundred milliseconds to start, which
+   * the service spends loading the rest of itself, so that the readiness probe and the first image find it running.
+   */
+  start (): void {
+    this.#exiftool.version().catch(() => {})
+  }
+
   /** True when a child answers within `timeoutMs`: the readiness probe. */
   async isReady (timeoutMs: number): Promise<boolean> {
     if (this.#ended) return false
