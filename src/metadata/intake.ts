@@ -50,7 +50,6 @@ export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buf
   const digest = createHash('sha256')
   const marker = new ManifestStoreMarkerSearch()
   let sizeBytes = 0
-  let store: ArrayBuffer | undefined
   let batch: Buffer | undefined
   let batched = 0
   let file: { handle: FileHandle, path: string } | undefined
@@ -58,14 +57,7 @@ export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buf
   let head: Buffer | undefined
 
   const startFile = async (complete: boolean): Promise<void> => {
-    if (complete) {
-      // The whole image is in the batch, which is written once and never reused: its store, cut to the image's
-      // length, is the head, the exact buffer the sniff needs (no copy).
-      store!.resize(batched)
-      head = batch = Buffer.from(store!, 0, batched)
-    } else {
-      head = Buffer.from(batch!.subarray(0, batched))
-    }
+    head = Buffer.from(batch!.subarray(0, batched))
     sniffed = sniffHead(head, complete)
     if (sniffed === undefined) throw new UnsupportedImageFormatError(IMAGE_FORMATS.join(', '))
     const path = options.scratchFile(scratchExtension(sniffed.format))
@@ -83,11 +75,8 @@ export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buf
       digest.update(chunk)
       marker.update(chunk)
       for (let copied = 0; copied < chunk.length;) {
-        if (store === undefined || (batched === store.byteLength && batched < WRITE_BATCH_BYTES)) {
-          store = grown(store)
-          batch = Buffer.from(store, 0, store.byteLength)
-        }
-        const count = chunk.copy(batch!, batched, copied)
+        if (batch === undefined || (batched === batch.length && batch.length < WRITE_BATCH_BYTES)) batch = grown(batch, batched)
+        const count = chunk.copy(batch, batched, copied)
         copied += count
         batched += count
         if (batched < WRITE_BATCH_BYTES) continue
@@ -112,14 +101,11 @@ export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buf
   }
 }
 
-/**
- * The batch's store, FIRST_BATCH_BYTES at first, then twice as long each time it is full, up to WRITE_BATCH_BYTES: a
- * resizable ArrayBuffer grows in place, so no bytes are copied and no second buffer is allocated as it grows.
- */
-function grown (store: ArrayBuffer | undefined): ArrayBuffer {
-  if (store === undefined) return new ArrayBuffer(FIRST_BATCH_BYTES, { maxByteLength: WRITE_BATCH_BYTES })
-  store.resize(Math.min(2 * store.byteLength, WRITE_BATCH_BYTES))
-  return store
+/** A batch buffer twice the size of `batch` (the first one FIRST_BATCH_BYTES), holding its first `used` bytes. */
+function grown (batch: Buffer | undefined, used: number): Buffer {
+  const larger = Buffer.allocUnsafeSlow(batch === undefined ? FIRST_BATCH_BYTES : Math.min(2 * batch.length, WRITE_BATCH_BYTES))
+  batch?.copy(larger, 0, 0, used)
+  return larger
 }
 
 /** The TIFF directories of a TIFF-based file, or of a JPEG's Exif block, counted against the limits. */
