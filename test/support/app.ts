@@ -59,8 +59,15 @@ export async function createTestApp (overrides: Partial<AppConfig> = {}): Promis
     chat: TEST_CHAT_CONFIG,
     ...overrides
   }
-  const app = await buildApp(config, { logStream: stream })
-  await app.ready()
+  let app: FastifyInstance
+  try {
+    app = await buildApp(config, { logStream: stream })
+    await app.ready()
+  } catch (error) {
+    // An app that fails to build (a test of a bad start-up) leaves nothing behind either.
+    await rm(tempRoot, { recursive: true, force: true })
+    throw error
+  }
   return {
     app,
     tempRoot,
