@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { isAlive, runProcess, until } from './support/processes.ts'
 import { deleteKeys, REDIS_URL } from './support/redis.ts'
@@ -96,6 +99,12 @@ async function workersReady (service: ServiceProcess, count: number): Promise<nu
   return workers
 }
 
+// The services' scratch directories go under a root of this file's own: a worker killed with SIGKILL cannot remove
+// its own, and none may be left in the machine's /tmp.
+let scratchRoot: string
+beforeAll(async () => { scratchRoot = await mkdtemp(join(tmpdir(), 'chat-metadata-api-cluster-test-')) })
+afterAll(async () => { await rm(scratchRoot, { recursive: true, force: true }) })
+
 describe('WORKERS=2', () => {
   let service: ServiceProcess
   let workers: number[]
@@ -111,7 +120,7 @@ describe('WORKERS=2', () => {
 
   beforeAll(async () => {
     // startService waits until one worker is ready; the tests want both.
-    service = await startService({ API_KEYS: KEY, WORKERS: '2', REDIS_URL, REDIS_KEY_PREFIX: PREFIX })
+    service = await startService({ TMPDIR: scratchRoot, API_KEYS: KEY, WORKERS: '2', REDIS_URL, REDIS_KEY_PREFIX: PREFIX })
     workers = await workersReady(service, 2)
   })
 
@@ -186,7 +195,7 @@ describe('WORKERS=2', () => {
 
 describe('WORKERS=2 without a key, outside production', () => {
   it('generates one development key, logged once, that every worker accepts', async () => {
-    const service = await startService({ WORKERS: '2', REDIS_URL, REDIS_KEY_PREFIX: PREFIX })
+    const service = await startService({ TMPDIR: scratchRoot, WORKERS: '2', REDIS_URL, REDIS_KEY_PREFIX: PREFIX })
     try {
       await workersReady(service, 2)
       const warnings = service.output().split('\n').filter((line) => line.includes('generated a development API key'))
@@ -207,7 +216,7 @@ describe('WORKERS=2 without a key, outside production', () => {
 
 describe('WORKERS=2 in a crash loop', () => {
   it('stops with exit 1 at the sixth worker death within a minute, instead of replacing them forever', async () => {
-    const service = await startService({ API_KEYS: KEY, WORKERS: '2', REDIS_URL, REDIS_KEY_PREFIX: PREFIX })
+    const service = await startService({ TMPDIR: scratchRoot, API_KEYS: KEY, WORKERS: '2', REDIS_URL, REDIS_KEY_PREFIX: PREFIX })
     try {
       await until(() => said(service, 'worker listening').length === 2, 400, 25)
       for (let death = 1; death <= 6; death++) {
