@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { isAlive, runProcess, until } from './support/processes.ts'
+import { childrenOf, isAlive, runProcess, until } from './support/processes.ts'
 import { deleteKeys, REDIS_URL } from './support/redis.ts'
 import { PROJECT_ROOT, startService, stopService, type ServiceProcess } from './support/servers.ts'
 
@@ -22,15 +22,6 @@ const MESSAGES = [
   'can I change the delivery address',
   'the parcel arrived damaged, what now?'
 ]
-
-/** The processes `pid` started (the primary's workers), from /proc. */
-function childrenOf (pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number)
-  } catch {
-    return []
-  }
-}
 
 function isServer (pid: number): boolean {
   try {

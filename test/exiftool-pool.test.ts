@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs'
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest'
 import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
-import { isAlive, until } from './support/processes.ts'
+import { childrenOf, isAlive, until } from './support/processes.ts'
 
 // The real ExifTool pool, its children stopped and killed with real signals.
 let images: ImageFactory
@@ -43,11 +42,6 @@ async function appWithFrozenChild (limits: { taskTimeoutMs: number, maxQueue: nu
   if (pid === undefined) throw new Error('the pool has no child after answering a request')
   process.kill(pid, 'SIGSTOP')
   return { testApp, extractor, pid }
-}
-
-/** This process's children now (Linux: /proc). */
-function childPids (): number[] {
-  return readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number)
 }
 
 describe('the ExifTool pool', () => {
@@ -161,9 +155,9 @@ describe('the ExifTool pool', () => {
   })
 
   it('leaves no ExifTool process behind when the app closes while its first child is still starting', async () => {
-    const before = new Set(childPids())
+    const before = new Set(childrenOf(process.pid))
     const testApp = await createTestApp({ exiftool: { procs: 1, taskTimeoutMs: 10_000, maxQueue: 8 } })
-    const started = childPids().filter((pid) => !before.has(pid))
+    const started = childrenOf(process.pid).filter((pid) => !before.has(pid))
     expect(started.length).toBeGreaterThan(0)
     await testApp.close()
     await until(() => !started.some(isAlive))

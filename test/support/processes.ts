@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 
 export interface ProcessResult {
   exitCode: number | null
@@ -40,5 +41,14 @@ export function isAlive (pid: number): boolean {
     return true
   } catch {
     return false
+  }
+}
+
+/** The processes `pid` started, from /proc (Linux); none once it is gone. */
+export function childrenOf (pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number)
+  } catch {
+    return []
   }
 }
