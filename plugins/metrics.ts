@@ -68,7 +68,7 @@ async function metrics (fastify: FastifyInstance): Promise<void> {
   registry.registerMetric(new Counter({
     ...pool,
     name: 'c2pa_validations_total',
-    help: 'Files the C2PA validator was asked about, by outcome: report (a manifest read), absent, unreadable, timeout, busy (refused: the queue was full)',
+    help: 'Files the C2PA validator was asked about, by outcome: report (a manifest read), absent, unreadable, timeout, busy (refused: the queue was full), unavailable (no thread could load the validator)',
     labelNames: ['outcome'],
     collect () {
       this.reset()

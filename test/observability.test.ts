@@ -131,8 +131,8 @@ describe('GET /metrics', () => {
     expect(value(text, 'exiftool_processes')).toBe(1)
     expect(value(text, 'exiftool_queue')).toBe(0)
     expect(value(text, 'exiftool_failures_total{kind="timeout"}')).toBe(0)
-    // No request carried a manifest: the validator has a thread ready and was never asked.
-    expect(value(text, 'c2pa_threads')).toBe(1)
+    // No request carried a manifest: the validator was never asked, and holds no thread.
+    expect(value(text, 'c2pa_threads')).toBe(0)
     expect(value(text, 'c2pa_queue')).toBe(0)
     expect(value(text, 'c2pa_validations_total{outcome="report"}')).toBe(0)
     expect(value(text, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0)

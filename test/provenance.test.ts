@@ -8,6 +8,7 @@ import {
   TestPki,
   TRAINED_ALGORITHMIC_MEDIA
 } from './support/content-credentials.ts'
+import { MANIFEST_STORE_TYPE } from '../src/metadata/provenance/manifest-store-marker.ts'
 import { CAMERA_TAGS, dataUri, ImageFactory } from './support/images.ts'
 
 // Signed images made here (test/support/content-credentials.ts), validated by the service's c2pa-rs in its worker
@@ -268,6 +269,49 @@ describe('Content Credentials', () => {
     expect(tags).not.toHaveProperty('JUMBF')
     expect(tags).not.toHaveProperty('CBOR')
     expect(body.provenance.content_credentials).toMatchObject({ integrity: 'valid' })
+  })
+
+  it('holds no validator thread until a file carries a manifest, starts one for it, and ends it when idle', async () => {
+    const lazy = await createTestApp({ contentCredentials: { trustAnchorsPem: pki.trustAnchorsPem, workers: 1, timeoutMs: 10_000, idleTimeoutMs: 300 } })
+    try {
+      const threads = async (): Promise<string | undefined> =>
+        /^c2pa_threads (\d+)$/m.exec((await lazy.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]
+      const plainPhoto = await describeFile(lazy, await cameraJpeg())
+      expect(plainPhoto.status).toBe(200)
+      expect(await threads()).toBe('0')
+
+      const signed = await pki.sign(await cameraJpeg(), { signer: pki.signer, actions: [{ action: 'c2pa.created' }] })
+      const first = await describeFile(lazy, signed)
+      expect({ status: first.status, credentials: first.body.provenance.content_credentials }).toMatchObject({ status: 200, credentials: { integrity: 'valid', trusted: true } })
+      expect(await threads()).toBe('1')
+
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      expect(await threads()).toBe('0')
+      const again = await describeFile(lazy, signed)
+      expect({ status: again.status, credentials: again.body.provenance.content_credentials }).toMatchObject({ status: 200, credentials: { integrity: 'valid' } })
+      expect((await lazy.app.inject({ method: 'GET', url: '/metrics' })).body).toContain('c2pa_validations_total{outcome="report"} 2')
+    } finally {
+      await lazy.close()
+    }
+  })
+
+  it('counts a file\'s validation against its limit, not the validator\'s load', async () => {
+    // The validator loads in about 0.1 s (more on a busy machine); a file that only carries the manifest store's
+    // marker is turned away by it in a millisecond or two. A 50 ms limit: this file is answered only if the thread
+    // was loaded before the file was handed to it.
+    const hurried = await createTestApp({ contentCredentials: { workers: 1, timeoutMs: 50 } })
+    try {
+      const image = await cameraJpeg()
+      const comment = Buffer.concat([Buffer.from([0xff, 0xfe, 0x00, 2 + MANIFEST_STORE_TYPE.length]), MANIFEST_STORE_TYPE])
+      const markerOnly = Buffer.concat([image.subarray(0, 2), comment, image.subarray(2)])
+      const { status, body } = await describeFile(hurried, markerOnly)
+      expect({ status, credentials: body.provenance.content_credentials }).toMatchObject({ status: 200 })
+      const metrics = (await hurried.app.inject({ method: 'GET', url: '/metrics' })).body
+      expect(metrics).toContain('c2pa_validations_total{outcome="timeout"} 0')
+      expect(metrics).toMatch(/^c2pa_validations_total\{outcome="(absent|unreadable)"\} 1$/m)
+    } finally {
+      await hurried.close()
+    }
   })
 
   it('answers 503 EXTRACTION_TIMEOUT with Retry-After when validation runs past its limit, and the thread is replaced', async () => {
