@@ -16,8 +16,8 @@ export interface ContentCredentialsConfig {
 
 /** Files waiting for a validator thread before new ones get 503. */
 const MAX_QUEUE = 64
-/** How long start-up waits for the first thread to load the validator (compiling 9 MB of WebAssembly). */
-const START_TIMEOUT_MS = 30_000
+/** How long a new thread may take to load the validator (compiling 9 MB of WebAssembly), at start-up or on demand. */
+const LOAD_TIMEOUT_MS = 30_000
 /** A validator thread with no file for this long ends, unless configured otherwise. */
 const IDLE_TIMEOUT_MS = 60_000
 
@@ -94,8 +94,7 @@ export class ContentCredentialsVerifier {
     }
     const probe = new Piscina<VerifyTask, VerifyResult>({ ...options, maxThreads: 1 })
     try {
-      // An empty file: the worker loads the validator, and answers that it holds no readable manifest.
-      await probe.run({ path: '/dev/null', mediaType: 'image/jpeg' }, { signal: AbortSignal.timeout(START_TIMEOUT_MS) })
+      await loadValidator(probe)
     } catch (error) {
       throw new Error(`The C2PA validator did not start: ${(error as Error).message}`, { cause: error })
     } finally {
@@ -152,10 +151,8 @@ export class ContentCredentialsVerifier {
    */
   async #threadReady (): Promise<void> {
     if (this.#loading === undefined && this.#pool.threads.length > 0) return
-    this.#loading ??= this.#pool.run({ path: '/dev/null', mediaType: 'image/jpeg' }, { signal: AbortSignal.timeout(START_TIMEOUT_MS) })
-      .then(() => {}, (error: unknown) => {
-        throw withCause(new ExtractorUnavailableError(), error)
-      })
+    this.#loading ??= loadValidator(this.#pool)
+      .catch((error: unknown) => { throw withCause(new ExtractorUnavailableError(), error) })
       .finally(() => { this.#loading = undefined })
     try {
       await this.#loading
@@ -164,6 +161,11 @@ export class ContentCredentialsVerifier {
       throw error
     }
   }
+}
+
+/** Has a thread of `pool` load the validator: it reads an empty file, and answers that it holds no manifest. */
+async function loadValidator (pool: Piscina<VerifyTask, VerifyResult>): Promise<void> {
+  await pool.run({ path: '/dev/null', mediaType: 'image/jpeg' }, { signal: AbortSignal.timeout(LOAD_TIMEOUT_MS) })
 }
 
 /** The certificates of a PEM bundle; throws when it holds none, or one that does not parse. */
