@@ -28,9 +28,11 @@ export default async function memory (options: Options): Promise<PartResult> {
     return {
       title: 'Memory',
       notes: ['Each round starts a fresh service (RSS seldom shrinks, so runs sharing a process would inherit each other\'s growth), ' +
-        `idles 1 s (*idle RSS*: the service started, nothing asked of it yet), sends one checked request, then takes ${options.memorySeconds} s of load from the clients, each sending ` +
+        'waits for its first idle collection (*idle RSS*: the service started and at rest, nothing asked of it yet), ' +
+        `sends one checked request, then takes ${options.memorySeconds} s of load from the clients, each sending ` +
         `the same ${image.bytes.length.toLocaleString('en')}-byte 6000×4000 camera JPEG over and over; RSS sampled every 50 ms (*peak*), ` +
-        `and read again after ${options.idleSeconds} s without requests (*after*, no forced garbage collection; then *after GC*, one forced ` +
+        `and read again after ${options.idleSeconds} s without requests (*after*: the service's own idle collection has run, nothing ` +
+        'forced; then *after GC*, one forced ' +
         'full collection later, with the JS heap it still uses). RSS is the Node ' +
         'process\'s own; its ExifTool children are shown apart (their peak, together).'],
       comparisons: [comparison]
@@ -40,10 +42,22 @@ export default async function memory (options: Options): Promise<PartResult> {
   }
 }
 
+/**
+ * Waits for the service's first idle collection (IDLE_GC_AFTER_MS after start-up, which it gives back what building
+ * the app left) and half a second more: the idle RSS it compares with is where the service rests.
+ */
+async function settled (url: string): Promise<void> {
+  for (const started = performance.now(); performance.now() - started < 10_000; await delay(100)) {
+    const metrics = await (await fetch(`${url}/metrics`)).text()
+    if (Number(/^idle_collections_total (\d+)$/m.exec(metrics)?.[1] ?? 0) >= 1) break
+  }
+  await delay(500)
+}
+
 async function measure (image: CorpusImage, kind: 'data URI' | 'multipart', clients: number, options: Options): Promise<{ value: number, extras: Record<string, number> }> {
-  const service = await startService({}, ['--expose-gc'])
+  const service = await startService()
   try {
-    await delay(1000)
+    await settled(service.url)
     const idle = await readTree(service.pid)
     const request = metadataRequest(image, kind, service.apiKey)
     const check = await postImage(service.url, request)

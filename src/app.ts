@@ -9,6 +9,7 @@ import errorEnvelope, { answerClientError, answerFrameworkError } from '../plugi
 import contentCredentials from '../plugins/content-credentials.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
+import idleCollection from '../plugins/idle-collection.ts'
 import jsonBody from '../plugins/json-body.ts'
 import metadataRoutes from '../plugins/metadata.ts'
 import metrics from '../plugins/metrics.ts'
@@ -79,6 +80,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(requestId)
   await app.register(errorEnvelope)
   await app.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs, apiPrefix: '/v1/' })
+  await app.register(idleCollection, { afterMs: config.idleGcAfterMs })
   await app.register(jsonBody)
   await app.register(securityHeaders)
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })

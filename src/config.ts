@@ -59,6 +59,7 @@ const EnvSchema = Type.Object({
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
   REDIS_TIMEOUT_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 }),
+  IDLE_GC_AFTER_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 1000 }),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 3_600_000, default: 30_000 }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 10_000 }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 72_000 }),
@@ -133,6 +134,8 @@ export interface AppConfig {
   rateLimits: RateLimits
   /** Over this mean event-loop delay the API answers 503 with Retry-After; 0: never. */
   maxEventLoopDelayMs: number
+  /** Event-loop idle time after which memory a burst left behind is given back (with --expose-gc); 0: never. */
+  idleGcAfterMs: number
   connections: ConnectionLimits
   /** Where clients reach the API (the gateway's URL), for the OpenAPI document's `servers`. */
   publicUrl?: string
@@ -205,6 +208,7 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     trustProxy,
     rateLimits: { chatPerMinute: env.RATE_LIMIT_CHAT_PER_MIN, metadataPerMinute: env.RATE_LIMIT_METADATA_PER_MIN },
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
+    idleGcAfterMs: env.IDLE_GC_AFTER_MS,
     connections: {
       requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
       headersTimeoutMs: Math.min(env.HEADERS_TIMEOUT_MS, env.REQUEST_TIMEOUT_MS),

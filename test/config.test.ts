@@ -82,6 +82,7 @@ describe('loadConfig', () => {
       trustProxy: false,
       rateLimits: { chatPerMinute: 600, metadataPerMinute: 120 },
       maxEventLoopDelayMs: 1000,
+      idleGcAfterMs: 1000,
       connections: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 },
       maxImageBytes: 26_214_400,
       maxUploadBytes: 209_715_200,
@@ -148,6 +149,7 @@ describe('loadConfig', () => {
       SHUTDOWN_GRACE_MS: '25000',
       REDIS_TIMEOUT_MS: '250',
       MAX_EVENT_LOOP_DELAY_MS: '500',
+      IDLE_GC_AFTER_MS: '0',
       REQUEST_TIMEOUT_MS: '5000',
       HEADERS_TIMEOUT_MS: '8000',
       KEEP_ALIVE_TIMEOUT_MS: '61000',
@@ -162,6 +164,7 @@ describe('loadConfig', () => {
       trustProxy: 1,
       rateLimits: { chatPerMinute: 30, metadataPerMinute: 0 },
       maxEventLoopDelayMs: 500,
+      idleGcAfterMs: 0,
       // The headers cannot be given longer than the whole request.
       connections: { requestTimeoutMs: 5000, headersTimeoutMs: 5000, keepAliveTimeoutMs: 61_000, maxConnections: 200 },
       maxImageBytes: 1_048_576,
@@ -224,7 +227,8 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_METADATA_PER_MIN', 'lots'],
     ['SHUTDOWN_GRACE_MS', '-5'],
     ['REDIS_TIMEOUT_MS', '0'],
-    ['MAX_EVENT_LOOP_DELAY_MS', 'soon']
+    ['MAX_EVENT_LOOP_DELAY_MS', 'soon'],
+    ['IDLE_GC_AFTER_MS', '-1']
   ])('rejects %s=%j with a message naming it', (variable, value) => {
     expect(configError({ API_KEYS: 'key-1', [variable]: value }).message).toMatch(naming(variable))
   })

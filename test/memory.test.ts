@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
+import sharp from 'sharp'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestApp } from './support/app.ts'
+import { until } from './support/processes.ts'
+import { startService, stopService, type ServiceProcess } from './support/servers.ts'
+
+// A real server started as `npm start` starts it (its Node flags, which expose V8's gc, and its environment), given a
+// burst of large JSON data URIs: in the first quiet second after it, the idle collector gives the memory back.
+
+const KEY = 'memory-test-key'
+
+async function residentMB (pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)![1]) / 1024
+}
+
+async function collections (port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+  return Number(/^idle_collections_total (\d+)$/m.exec(text)![1])
+}
+
+describe('memory after a burst of large images', () => {
+  let service: ServiceProcess
+  let body: string
+  beforeAll(async () => {
+    // Noise compresses badly: a 14 MB JPEG, a 19 MB body.
+    const jpeg = await sharp(randomBytes(3000 * 2500 * 3), { raw: { width: 3000, height: 2500, channels: 3 } }).withExif({ IFD0: { Make: 'Burst', Model: 'Noise 1' } }).jpeg({ quality: 95 }).toBuffer()
+    body = JSON.stringify({ image: `data:image/jpeg;base64,${jpeg.toString('base64')}` })
+    service = await startService({ API_KEYS: KEY, RATE_LIMIT_METADATA_PER_MIN: '0', EXIFTOOL_PROCS: '2' })
+  })
+  afterAll(async () => { await stopService(service) })
+
+  it('is given back in the first quiet second after it, and counted in /metrics', async () => {
+    const pid = service.child.pid!
+    // The first quiet second after start-up collects what building the app left.
+    await until(async () => await collections(service.port) === 1, 100, 100)
+
+    let peakMB = 0
+    const burst = { sending: true }
+    const sampling = (async () => {
+      while (burst.sending) {
+        peakMB = Math.max(peakMB, await residentMB(pid))
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    })()
+    try {
+      for (let wave = 0; wave < 2; wave++) {
+        const statuses = await Promise.all(Array.from({ length: 12 }, async () => (await fetch(`http://127.0.0.1:${service.port}/v1/metadata`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          body
+        })).status))
+        expect(statuses).toEqual(Array(12).fill(200))
+      }
+    } finally {
+      burst.sending = false
+      await sampling
+    }
+
+    await until(async () => await collections(service.port) >= 2, 100, 100)
+    const afterMB = await residentMB(pid)
+    // The log line of each collection gives the memory it found; the last, the burst's.
+    const found = [...service.output().matchAll(/"rssMB":(\d+),"pauseMs":\d+,"msg":"idle: memory-reducing garbage collection"/g)].map((match) => Number(match[1]))
+    expect(found).toHaveLength(await collections(service.port))
+    // It found the burst's memory (it collects only after 32 MB of growth) and gave back most of it: 65–95 MB here.
+    const seen = `peak ${peakMB} MB, found ${found.join(', ')} MB, after ${afterMB} MB`
+    expect(found.at(-1)!, seen).toBeGreaterThan(afterMB + 16)
+    expect(peakMB, seen).toBeGreaterThan(afterMB + 16)
+  })
+})
+
+describe('a service started without --expose-gc', () => {
+  it('says once that it leaves memory to V8, and counts no collection', async () => {
+    // Vitest's workers run without the flag: an app built here has no gc to call.
+    expect(globalThis.gc).toBeUndefined()
+    const t = await createTestApp({ idleGcAfterMs: 1000 })
+    try {
+      expect(t.logs.filter((line) => line.includes('without --expose-gc'))).toHaveLength(1)
+      const metrics = await t.app.inject({ method: 'GET', url: '/metrics' })
+      expect(metrics.body).toMatch(/^idle_collections_total 0$/m)
+    } finally {
+      await t.close()
+    }
+  })
+})
