@@ -1,3 +1,4 @@
+import { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { BodyTooLargeError } from '../src/errors.ts'
@@ -38,7 +39,10 @@ async function jsonImageBody (fastify: FastifyInstance, options: JsonImageBodyOp
       maxBytes: options.maxImageBytes,
       scratchFile: (extension) => request.scratchFile(extension),
       // A route that takes no JSON answers 415 after the body has been checked, as it did with a buffered body.
-      receive: acceptedContentTypes(request).includes('application/json')
+      receive: acceptedContentTypes(request).includes('application/json'),
+      // A socket's body chunks are copies the HTTP parser made for this request alone. Not so under `inject`
+      // (light-my-request), where a chunk may be the caller's own buffer, nor after a hook replaced the stream.
+      ownsChunks: payload === request.raw && request.raw.socket instanceof Socket
     })
     request.uploadedImage = received.image
     request.imageRefused = received.imageError

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_MODEL_CACHE } from '../src/chat/nlu/model-cache.ts'
 import { runProcess } from './support/processes.ts'
-import { NODE_FLAGS, PROJECT_ROOT, startService, stopService } from './support/servers.ts'
+import { NODE_FLAGS, PROJECT_ROOT, START_ENV, startService, stopService } from './support/servers.ts'
 
 // There is no Docker engine here, so the image cannot be built. What the Dockerfile relies on is checked instead:
 // its build stage's steps run as written in a directory of their own (the files it copies, production dependencies
@@ -31,6 +31,10 @@ describe('the Dockerfile', () => {
     expect(dockerfile).toMatch(/^ENTRYPOINT \["\/usr\/bin\/tini", "--"\]$/m)
     // The command is `npm start`'s, Node's flags included, without npm in between.
     expect(JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]!)).toEqual(['node', ...NODE_FLAGS, 'src/server.ts'])
+    // And its environment variables, set for the image.
+    const env = Object.fromEntries([.../^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)![1]!.matchAll(/([A-Z_]+)=(\S+)/g)].map((match) => [match[1]!, match[2]!]))
+    expect(Object.keys(START_ENV)).not.toHaveLength(0)
+    expect(env).toMatchObject(START_ENV)
     expect(dockerfile).toMatch(/^HEALTHCHECK /m)
   })
 

@@ -282,6 +282,30 @@ describe('receiveJsonImageBody', () => {
     }
   })
 
+  it('with ownsChunks, frees each chunk that is a buffer of its own once scanned, and leaves slices alone', async () => {
+    const body = Buffer.from(`{"note":"\\u00e9t\\u00e9","image":"${photoUri()}"}`)
+    // Chunks as Node's HTTP parser gives them: each a copy in a buffer of its own, the last one shorter.
+    const own: Buffer[] = []
+    for (let at = 0; at < body.length; at += 4096) {
+      const chunk = Buffer.allocUnsafeSlow(Math.min(4096, body.length - at))
+      body.copy(chunk, 0, at)
+      own.push(chunk)
+    }
+    async function * chunks (): AsyncGenerator<Buffer> { yield * own }
+    const received = await receiveJsonImageBody(chunks(), { scratchFile, maxBytes: 1_000_000, maxBodyBytes: 2_000_000, receive: true, ownsChunks: true })
+    expect(received.image).toMatchObject({ sizeBytes: photo.length, sha256: sha256(photo) })
+    expect(await readFile(received.image!.path)).toEqual(photo)
+    await rm(received.image!.path)
+    expect(own.every((chunk) => (chunk.buffer as ArrayBuffer).detached && chunk.length === 0)).toBe(true)
+
+    // A slice shares its buffer: whoever holds the rest of it keeps it intact.
+    const whole = Buffer.from(body)
+    const sliced = await receiveJsonImageBody(pieces(whole, 4096), { scratchFile, maxBytes: 1_000_000, maxBodyBytes: 2_000_000, receive: true, ownsChunks: true })
+    expect(sliced.image).toMatchObject({ sha256: sha256(photo) })
+    await rm(sliced.image!.path)
+    expect(whole).toEqual(body)
+  })
+
   it('reports what is wrong with the image after the body, which is still read and checked whole', async () => {
     const cases: Array<[string, string, number?]> = [
       ['{"image":"https://example.com/photo.jpg","x":1}', 'INVALID_DATA_URI'],

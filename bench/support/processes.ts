@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { get } from 'node:http'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { freePort, NODE_FLAGS } from '../../test/support/servers.ts'
+import { freePort, NODE_FLAGS, START_ENV } from '../../test/support/servers.ts'
 
 /** A process the bench started: forked (with a command channel) or spawned (`npm start`). */
 export interface Server {
@@ -102,12 +102,12 @@ export function serveCommands (port: number, commands: Record<string, (args: nev
 
 /**
  * The service as `buildApp(loadConfig(env))` builds it, in a child process of its own (bench/support/service.ts) run
- * with the start command's Node flags; with `--expose-gc` in `execArgv` it answers a `gc` command.
+ * with the start command's variables and Node flags (`--expose-gc` among them: it answers a `gc` command).
  */
 export async function startService (env: Record<string, string> = {}, execArgv: string[] = []): Promise<Child & { apiKey: string }> {
   const apiKey = env['API_KEYS'] ?? `bench-${randomBytes(12).toString('hex')}`
   const config = { API_KEYS: apiKey, RATE_LIMIT_CHAT_PER_MIN: '0', RATE_LIMIT_METADATA_PER_MIN: '0', ...env }
-  const child = await forkChild(new URL('./service.ts', import.meta.url), { BENCH_SERVICE_ENV: JSON.stringify(config) }, [...NODE_FLAGS, ...execArgv])
+  const child = await forkChild(new URL('./service.ts', import.meta.url), { ...START_ENV, BENCH_SERVICE_ENV: JSON.stringify(config) }, [...NODE_FLAGS, ...execArgv])
   return { ...child, apiKey }
 }
 
@@ -119,7 +119,8 @@ export async function spawnServer (command: string, args: string[], options: { c
   const port = await freePort()
   const started = performance.now()
   // Its own process group: should it not stop when asked, SIGKILL ends npm and the node it runs together.
-  const child = spawn(command, args, { cwd: options.cwd, env: { ...options.env, HOST: '127.0.0.1', PORT: String(port) }, stdio: 'ignore', detached: true })
+  // With the start command's variables, as `npm start` would set them.
+  const child = spawn(command, args, { cwd: options.cwd, env: { ...START_ENV, ...options.env, HOST: '127.0.0.1', PORT: String(port) }, stdio: 'ignore', detached: true })
   live.set(child, true)
   const url = `http://127.0.0.1:${port}`
   const stop = (): Promise<void> => stopChild(child, 'SIGTERM')

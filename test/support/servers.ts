@@ -8,15 +8,19 @@ import { until } from './processes.ts'
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 /**
- * Node's own flags in the service's start command (`npm start`; the Dockerfile's CMD carries the same, which
- * test/container.test.ts checks): servers the tests and the bench start run with them too.
+ * The service's start command (`npm start`: `[VAR=value …] exec node [flags] src/server.ts`; the Dockerfile carries
+ * the same variables as ENV and the same command as CMD, which test/container.test.ts checks): servers the tests and the
+ * bench start run with its environment variables (START_ENV) and Node's flags (NODE_FLAGS).
  */
-export const NODE_FLAGS: readonly string[] = (() => {
+const START_COMMAND = (() => {
   const { scripts } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }
-  const command = /^exec node ((?:--\S+ )*)src\/server\.ts$/.exec(scripts['start'] ?? '')
-  if (command === null) throw new Error(`npm start is not "exec node [flags] src/server.ts": ${scripts['start']}`)
-  return command[1]!.split(' ').filter(Boolean)
+  const command = /^((?:[A-Z_]+=\S+ )*)exec node ((?:--\S+ )*)src\/server\.ts$/.exec(scripts['start'] ?? '')
+  if (command === null) throw new Error(`npm start is not "[VAR=value …] exec node [flags] src/server.ts": ${scripts['start']}`)
+  const env = Object.fromEntries(command[1]!.split(' ').filter(Boolean).map((assignment) => assignment.split('=', 2) as [string, string]))
+  return { env, flags: command[2]!.split(' ').filter(Boolean) }
 })()
+export const START_ENV: Readonly<Record<string, string>> = START_COMMAND.env
+export const NODE_FLAGS: readonly string[] = START_COMMAND.flags
 
 /** A TCP port nothing listens on now (the kernel's pick). */
 export async function freePort (): Promise<number> {
@@ -37,7 +41,7 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `node [NODE_FLAGS] src/server.ts` (or `npm start`) in `cwd` on a free port with `env` on top of what every test server
+ * Starts `node [NODE_FLAGS] src/server.ts` with START_ENV (or `npm start`) in `cwd` on a free port with `env` on top of what every test server
  * needs, and waits until /health/ready answers 200.
  */
 export async function startService (env: Record<string, string>, how: 'node' | 'npm' = 'node', cwd = PROJECT_ROOT): Promise<ServiceProcess> {
@@ -48,6 +52,7 @@ export async function startService (env: Record<string, string>, how: 'node' | '
     PORT: String(port),
     EXIFTOOL_PROCS: '1',
     MODEL_CACHE_DIR: DEFAULT_MODEL_CACHE,
+    ...START_ENV,
     ...env
   }
   const child = how === 'node'
