@@ -61,7 +61,8 @@ export class DataUriDecoder {
     if (!this.#inData) throw new InvalidDataUriError()
     const length = this.#dataCharacters + this.#padding
     if (length % 4 === 1 || (this.#padding > 0 && length % 4 !== 0)) throw new InvalidBase64Error()
-    const last = this.#carry.length > 0 ? this.#bytes(this.#carry) : undefined
+    const bytes = this.#carry.length > 0 ? this.#bytes(this.#carry, 0) : 0
+    const last = bytes > 0 ? this.#output.subarray(0, bytes) : undefined
     this.#carry = ''
     if (this.#decodedBytes === 0) throw new NoImageError()
     return last
@@ -82,25 +83,39 @@ export class DataUriDecoder {
     // The base64url characters, which Node's decoder would take (the rest of the alphabet check is in #bytes).
     if (data.includes('-') || data.includes('_')) throw new InvalidBase64Error()
     this.#dataCharacters += data.length
-    const pending = this.#carry + data
-    const whole = pending.length - (pending.length % 4)
-    this.#carry = pending.slice(whole)
-    return whole === 0 ? undefined : this.#bytes(pending.slice(0, whole))
+    if (data.length === 0) return undefined
+    // The carried characters and the first of this piece complete one quantum; the rest is decoded from a slice of
+    // the piece as it is (joining the piece to the carry copied it whole: twice the heap the decoding allocates).
+    const completing = this.#carry.length === 0 ? 0 : Math.min(4 - this.#carry.length, data.length)
+    let decoded = 0
+    if (completing > 0) {
+      this.#carry += data.slice(0, completing)
+      if (this.#carry.length < 4) return undefined
+      decoded = this.#bytes(this.#carry, 0)
+    }
+    const whole = data.length - ((data.length - completing) % 4)
+    this.#carry = data.slice(whole)
+    if (whole > completing) decoded += this.#bytes(data.slice(completing, whole), decoded)
+    return decoded === 0 ? undefined : this.#output.subarray(0, decoded)
   }
 
   /**
-   * Whole quanta (or the unpadded last one), decoded into the reused buffer. A character outside the alphabet is
+   * Whole quanta (or the unpadded last one), decoded into the reused buffer at `offset`; how many bytes they gave. A character outside the alphabet is
    * found here rather than by a regular expression over every piece (which took three quarters of a large data URI's
    * CPU): Node's decoder skips such characters, so the bytes come out fewer than the characters promise.
    */
-  #bytes (base64: string): Buffer {
+  #bytes (base64: string, offset: number): number {
     const size = Math.ceil(base64.length / 4) * 3
-    if (this.#output.length < size) this.#output = Buffer.allocUnsafeSlow(Math.max(size, 2 * this.#output.length))
-    const length = this.#output.write(base64, 0, size, 'base64')
+    if (this.#output.length < offset + size) {
+      const larger = Buffer.allocUnsafeSlow(Math.max(offset + size, 2 * this.#output.length))
+      this.#output.copy(larger, 0, 0, offset)
+      this.#output = larger
+    }
+    const length = this.#output.write(base64, offset, size, 'base64')
     if (length !== Math.floor(base64.length * 3 / 4)) throw new InvalidBase64Error()
     this.#decodedBytes += length
     if (this.#decodedBytes > this.#maxBytes) throw new ImageTooLargeError(this.#maxBytes)
-    return this.#output.subarray(0, length)
+    return length
   }
 }
 
