@@ -221,7 +221,7 @@ describe('JsonBodyScanner', () => {
     expect(invalid).toBeLessThan(3800)
   })
 
-  it('scans in linear time: megabytes of escapes, nesting, digits or whitespace take well under a second each', () => {
+  it('scans in linear time: megabytes of escapes, nesting, digits or whitespace take a fraction of a second each', () => {
     const bodies = [
       `{"image":"${'\\/'.repeat(2_000_000)}"}`,
       `{"x":${'['.repeat(MAX_NESTING - 1)}${']'.repeat(MAX_NESTING - 1)},"y":"${'\\u0041'.repeat(500_000)}"}`,
@@ -231,7 +231,9 @@ describe('JsonBodyScanner', () => {
     for (const body of bodies) {
       const started = performance.now()
       expect(scan(body, [1000, 1_000_000])).not.toHaveProperty('error')
-      expect(performance.now() - started).toBeLessThan(1000)
+      // Each takes 0.1–0.3 s alone; under coverage beside a burst of integration tests once 1.2 s. A scan quadratic in
+      // these lengths would take hours: 5 s tells the two apart on any machine.
+      expect(performance.now() - started).toBeLessThan(5000)
     }
   })
 })
