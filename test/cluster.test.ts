@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { childrenOf, isAlive, runProcess, until } from './support/processes.ts'
+import { childrenOf, isAlive, residentBytes, runProcess, until } from './support/processes.ts'
 import { deleteKeys, REDIS_URL } from './support/redis.ts'
 import { PROJECT_ROOT, startService, stopService, type ServiceProcess } from './support/servers.ts'
 
@@ -29,10 +29,6 @@ function isServer (pid: number): boolean {
   } catch {
     return false
   }
-}
-
-function residentBytes (pid: number): number {
-  return 1024 * Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1])
 }
 
 /** One request over a new connection, closed after the answer. */

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto'
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CAMERA_TAGS, dataUri, ImageFactory } from './support/images.ts'
-import { until } from './support/processes.ts'
+import { residentBytes, until, watchingMemory } from './support/processes.ts'
 import { startService, stopService, type ServiceProcess } from './support/servers.ts'
 
 // Camera raw files run to tens or hundreds of megabytes: a multipart upload streams to disk, hashed on the way,
@@ -36,26 +36,6 @@ afterAll(async () => {
 async function scratchFiles (): Promise<string[]> {
   const [scratch] = await readdir(tempRoot)
   return scratch === undefined ? [] : await readdir(join(tempRoot, scratch))
-}
-
-/** The service's resident memory now, from /proc. */
-async function residentBytes (pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8')
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024
-}
-
-/** What `work` returns, with the process's RSS before it and the highest RSS seen while it ran (sampled every 10 ms). */
-async function watchingMemory<T> (pid: number, work: () => Promise<T>): Promise<{ result: T, before: number, peak: number }> {
-  const before = await residentBytes(pid)
-  let peak = before
-  const sampler = setInterval(() => {
-    residentBytes(pid).then((bytes) => { peak = Math.max(peak, bytes) }, () => {})
-  }, 10)
-  try {
-    return { result: await work(), before, peak }
-  } finally {
-    clearInterval(sampler)
-  }
 }
 
 /**
@@ -178,7 +158,7 @@ describe('large images as JSON data URIs', () => {
     // What the process gives back once it falls quiet (its idle collection) is asserted in test/memory.test.ts; here
     // it is only shown (this suite's server runs one ExifTool process and has taken other uploads).
     await new Promise((resolve) => setTimeout(resolve, 3000))
-    const after = await residentBytes(pid)
+    const after = residentBytes(pid)
     console.log(`RSS 3 s after: ${(after / MIB).toFixed(0)} MiB`)
   }, 120_000)
 

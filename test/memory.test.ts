@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
 import sharp from 'sharp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp } from './support/app.ts'
-import { until } from './support/processes.ts'
+import { residentBytes, until, watchingMemory } from './support/processes.ts'
 import { startService, stopService, type ServiceProcess } from './support/servers.ts'
 
 // A real server started as `npm start` starts it (its Node flags, which expose V8's gc, and its environment), given a
@@ -11,10 +10,7 @@ import { startService, stopService, type ServiceProcess } from './support/server
 
 const KEY = 'memory-test-key'
 
-async function residentMB (pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8')
-  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)![1]) / 1024
-}
+const MIB = 2 ** 20
 
 async function collections (port: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
@@ -43,15 +39,7 @@ describe('memory after a burst of large images', () => {
     // loaded machine, scrapes every 100 ms kept the loop over the 5% it counts as quiet.
     await until(() => collectionsLogged(service).length === 1, 100, 200)
 
-    let peakMB = 0
-    const burst = { sending: true }
-    const sampling = (async () => {
-      while (burst.sending) {
-        peakMB = Math.max(peakMB, await residentMB(pid))
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
-    })()
-    try {
+    const { peak } = await watchingMemory(pid, async () => {
       for (let wave = 0; wave < 2; wave++) {
         const statuses = await Promise.all(Array.from({ length: 12 }, async () => (await fetch(`http://127.0.0.1:${service.port}/v1/metadata`, {
           method: 'POST',
@@ -60,13 +48,11 @@ describe('memory after a burst of large images', () => {
         })).status))
         expect(statuses).toEqual(Array(12).fill(200))
       }
-    } finally {
-      burst.sending = false
-      await sampling
-    }
+    })
+    const peakMB = peak / MIB
 
     await until(() => collectionsLogged(service).length >= 2, 100, 200)
-    const afterMB = await residentMB(pid)
+    const afterMB = residentBytes(pid) / MIB
     // The log line of each collection gives the memory it found; the last, the burst's.
     const found = collectionsLogged(service)
     expect(await collections(service.port)).toBe(found.length)

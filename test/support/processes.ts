@@ -52,3 +52,23 @@ export function childrenOf (pid: number): number[] {
     return []
   }
 }
+
+/** A process's resident memory now, in bytes, from /proc (Linux). */
+export function residentBytes (pid: number): number {
+  return 1024 * Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1])
+}
+
+/** What `work` returns, with the process's RSS before it and the highest RSS seen while it ran (sampled every 10 ms). */
+export async function watchingMemory<T> (pid: number, work: () => Promise<T>): Promise<{ result: T, before: number, peak: number }> {
+  const before = residentBytes(pid)
+  let peak = before
+  const sampler = setInterval(() => {
+    // The process may be gone by the last sample.
+    try { peak = Math.max(peak, residentBytes(pid)) } catch {}
+  }, 10)
+  try {
+    return { result: await work(), before, peak }
+  } finally {
+    clearInterval(sampler)
+  }
+}
