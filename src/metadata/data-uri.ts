@@ -100,9 +100,10 @@ export class DataUriDecoder {
   }
 
   /**
-   * Whole quanta (or the unpadded last one), decoded into the reused buffer at `offset`; how many bytes they gave. A character outside the alphabet is
-   * found here rather than by a regular expression over every piece (which took three quarters of a large data URI's
-   * CPU): Node's decoder skips such characters, so the bytes come out fewer than the characters promise.
+   * Whole quanta (or the unpadded last one), decoded into the reused buffer at `offset`; how many bytes they gave. A
+   * character outside the alphabet is found here rather than by a regular expression over every piece (which took
+   * three quarters of a large data URI's CPU): Node's decoder skips such characters, so the bytes come out fewer than
+   * the characters promise.
    */
   #bytes (base64: string, offset: number): number {
     const size = Math.ceil(base64.length / 4) * 3
