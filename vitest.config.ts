@@ -9,6 +9,7 @@ const UNIT = [
   'test/dialogue-policy.test.ts',
   'test/error-envelope.test.ts',
   'test/idle-collection.test.ts',
+  'test/intake.test.ts',
   'test/json-image-body.test.ts',
   'test/manifest-store-marker.test.ts',
   'test/metadata-mapping.test.ts',

@@ -1,3 +1,4 @@
+import { Socket } from 'node:net'
 import { finished } from 'node:stream/promises'
 import multipart, { type MultipartFile } from '@fastify/multipart'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -69,7 +70,14 @@ async function multipartUploads (fastify: FastifyInstance, options: MultipartOpt
       try {
         // The stream is left open when the intake refuses the bytes: drained below, the client gets its answer.
         const chunks = part.file.iterator({ destroyOnReturn: false })
-        this.uploadedImage = await receiveImage(chunks, { scratchFile: (extension) => this.scratchFile(extension), maxBytes: options.maxUploadBytes })
+        this.uploadedImage = await receiveImage(chunks, {
+          scratchFile: (extension) => this.scratchFile(extension),
+          maxBytes: options.maxUploadBytes,
+          // The parser reads the request's own stream. From a socket, each body chunk is a copy Node's HTTP parser
+          // made for this request, which busboy passes on as file data, whole unless a boundary or field cuts it.
+          // Not so under `inject` (light-my-request), where a chunk may be the caller's own buffer.
+          ownsChunks: this.raw.socket instanceof Socket
+        })
       } catch (error) {
         if (!part.file.destroyed) await drain(part).catch(() => {})
         // An empty file is no image: leaving `image` out of the body makes validation answer NO_IMAGE.

@@ -1,7 +1,7 @@
 import { unlink } from 'node:fs/promises'
 import { BodyTooLargeError, ForbiddenKeyError, InvalidJsonError, ValidationError, withCause } from '../errors.ts'
 import { DataUriDecoder } from './data-uri.ts'
-import { receiveImage, type IntakeOptions, type StoredImage } from './intake.ts'
+import { receiveImage, releaseChunk, type IntakeOptions, type StoredImage } from './intake.ts'
 
 /** The kinds of JSON value, as a schema tells them apart. */
 export type JsonKind = 'object' | 'array' | 'string' | 'number' | 'true' | 'false' | 'null'
@@ -602,7 +602,7 @@ export async function receiveJsonImageBody (chunks: AsyncIterable<Buffer>, optio
     if (bodyError === undefined) {
       try { scanner.write(next.value) } catch (error) { bodyError = error }
     }
-    if (options.ownsChunks === true) release(next.value)
+    if (options.ownsChunks === true) releaseChunk(next.value)
     return true
   }
 
@@ -627,7 +627,8 @@ export async function receiveJsonImageBody (chunks: AsyncIterable<Buffer>, optio
     while (await readChunk()) {
       if (!scanner.imageOpened || !options.receive || image !== undefined || imageError !== undefined || bodyError !== undefined) continue
       try {
-        image = await receiveImage(imageBytes(), options)
+        // The decoded bytes are the decoder's buffer, reused for the next piece: never the intake's to free.
+        image = await receiveImage(imageBytes(), { scratchFile: options.scratchFile, maxBytes: options.maxBytes })
       } catch (error) {
         if (fatal !== undefined) throw fatal
         if (error !== bodyError) imageError = error
@@ -646,17 +647,6 @@ export async function receiveJsonImageBody (chunks: AsyncIterable<Buffer>, optio
     ...(image === undefined ? {} : { image }),
     ...(imageError === undefined ? {} : { imageError: imageError as Error })
   }
-}
-
-/**
- * Frees a chunk's memory now. Nothing of it is kept once scanned (the scanner copies what it needs into strings), and
- * without this each chunk's 64 KB would wait for a full collection: V8 starts one for memory outside its heap only
- * after 64 MB more of it, so under a few large bodies tens of megabytes of read chunks pile up, scattered through the
- * C heap where they keep it from shrinking. Only a chunk that is a whole buffer of its own is freed: a slice may share
- * its buffer with something else.
- */
-function release (chunk: Buffer): void {
-  if (chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength && chunk.buffer instanceof ArrayBuffer) chunk.buffer.transfer(0)
 }
 
 function bodyOf (scanner: JsonBodyScanner, imageText: string): unknown {
