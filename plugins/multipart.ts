@@ -4,7 +4,7 @@ import multipart, { type MultipartFile } from '@fastify/multipart'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { FieldTooLargeError, ForbiddenKeyError, MalformedMultipartError, ServiceError, TooManyFieldsError, TooManyFilesError } from '../src/errors.ts'
-import { receiveImage, type StoredImage } from '../src/metadata/intake.ts'
+import { receiveImage, releaseChunk, type IntakeOptions, type StoredImage } from '../src/metadata/intake.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -73,10 +73,7 @@ async function multipartUploads (fastify: FastifyInstance, options: MultipartOpt
         this.uploadedImage = await receiveImage(chunks, {
           scratchFile: (extension) => this.scratchFile(extension),
           maxBytes: options.maxUploadBytes,
-          // The parser reads the request's own stream. From a socket, each body chunk is a copy Node's HTTP parser
-          // made for this request, which busboy passes on as file data, whole unless a boundary or field cuts it.
-          // Not so under `inject` (light-my-request), where a chunk may be the caller's own buffer.
-          ownsChunks: this.raw.socket instanceof Socket
+          ...releasingSocketChunks(this)
         })
       } catch (error) {
         if (!part.file.destroyed) await drain(part).catch(() => {})
@@ -134,6 +131,23 @@ function boundaryProblem (contentType: string): string | undefined {
   const value = boundaries[0]!.slice('boundary='.length).replace(/^"(.*)"$/, '$1')
   if (value.length === 0 || value.length > 70) return 'the boundary must be 1 to 70 characters long'
   return undefined
+}
+
+/**
+ * From a socket, each body chunk is a copy Node's HTTP parser made for this request alone, and busboy passes the file
+ * on as views of those chunks, each whole unless a boundary cuts it: such a chunk is freed as soon as the intake has
+ * copied it (see `releaseChunk`), instead of waiting, with the other uploads' chunks, for a full collection. Only the
+ * request's own chunks are: busboy also passes on views of buffers it keeps and reuses (its boundary look-behind).
+ * Nothing is freed under `inject` (light-my-request), where a chunk may be the caller's own buffer.
+ */
+function releasingSocketChunks (request: FastifyRequest): Pick<IntakeOptions, 'release'> {
+  const raw = request.raw
+  if (!(raw.socket instanceof Socket)) return {}
+  const own = new WeakSet<ArrayBufferLike>()
+  // After the parser's own listener: the intake reads a chunk's views only once busboy has cut them from it.
+  const remember = (chunk: Buffer): void => { own.add(chunk.buffer) }
+  raw.on('data', remember)
+  return { release: (chunk) => { if (own.has(chunk.buffer)) releaseChunk(chunk) } }
 }
 
 async function drain (part: MultipartFile): Promise<void> {

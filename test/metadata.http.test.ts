@@ -1,4 +1,6 @@
+import { once } from 'node:events'
 import { request as httpRequest } from 'node:http'
+import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { API_KEY, createTestApp, imageForm, listen, multipart, type TestApp } from './support/app.ts'
 import { bareProvenance, CAMERA_TAGS, dataUri, ImageFactory, largePng, PICTURE_FORMATS, type PictureFormat } from './support/images.ts'
@@ -102,6 +104,35 @@ describe('large and concurrent uploads', () => {
     expect(refused.status).toBe(413)
     expect(await refused.json()).toMatchObject({ code: 'FIELD_TOO_LARGE' })
     expect(await t.scratchFiles()).toEqual([])
+  })
+
+  it('keeps a file intact whose network chunk ends in all but the last byte of the boundary', async () => {
+    // busboy keeps those bytes in a buffer of its own (its look-behind). When the next chunk is a lone CR, which could
+    // start the boundary again, it passes them on by themselves, as a view of that whole buffer, and reuses the buffer
+    // for the CR: the intake must not free it as it frees the socket's chunks (doing so answered 400).
+    const boundary = 'chunk-edge-boundary-Q'
+    const partial = Buffer.from(`\r\n--${boundary.slice(0, -1)}`)
+    const photo = fixtures.get('jpeg')!
+    // A JPEG comment segment (FF FE) right after the start of image carries the near-boundary, a CR and an X.
+    const comment = Buffer.concat([Buffer.alloc(100, 'c'), partial, Buffer.from('\rX')])
+    const segment = Buffer.concat([Buffer.from([0xff, 0xfe, (comment.length + 2) >> 8, (comment.length + 2) & 0xff]), comment])
+    const file = Buffer.concat([photo.subarray(0, 2), segment, photo.subarray(2)])
+    const head = Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="image"; filename="edge.jpg"\r\ncontent-type: image/jpeg\r\n\r\n`)
+    const body = Buffer.concat([head, file, Buffer.from(`\r\n--${boundary}--\r\n`)])
+    const cut = head.length + 2 + 4 + 100 + partial.length
+    const { port } = new URL(base)
+    const socket = connect(Number(port), '127.0.0.1')
+    await once(socket, 'connect')
+    socket.write(`POST /v1/metadata HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${API_KEY}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`)
+    // Three network chunks: up to the near-boundary, then the CR alone, then the rest.
+    for (const piece of [body.subarray(0, cut), body.subarray(cut, cut + 1), body.subarray(cut + 1)]) {
+      socket.write(piece)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const response = Buffer.concat(await socket.toArray()).toString()
+    expect(response).toMatch(/^HTTP\/1\.1 200 /)
+    const answer = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>
+    expect(answer).toMatchObject({ format: 'jpeg', filesize_bytes: file.length, camera: { make: 'NIKON' }, provenance: { sha256: bareProvenance(file)['sha256'] } })
   })
 
   it('takes a 20 MB photo as a JSON data URI', async () => {

@@ -24,11 +24,10 @@ export interface IntakeOptions {
   /** Larger images are refused (IMAGE_TOO_LARGE) as soon as the count passes it. */
   maxBytes: number
   /**
-   * True when each chunk is this reader's alone to free (a multipart file part cut from the body chunks Node's HTTP
-   * parser copied from a socket for this request): its memory is freed as soon as it has been copied (see
-   * `releaseChunk`).
+   * Called with each chunk once it has been hashed, searched and copied, when the intake needs it no more: a source
+   * whose chunks are its own to free frees them here (`releaseChunk`) rather than at V8's next collection.
    */
-  ownsChunks?: boolean
+  release?: (chunk: Buffer) => void
 }
 
 /**
@@ -89,7 +88,7 @@ export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buf
         if (file === undefined) await startFile(false)
         await flush()
       }
-      if (options.ownsChunks === true) releaseChunk(chunk)
+      options.release?.(chunk)
       if (file === undefined && batched >= SNIFF_HEAD_BYTES) await startFile(false)
     }
     if (sizeBytes === 0) throw new NoImageError()
@@ -109,7 +108,7 @@ export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buf
 }
 
 /**
- * Frees a chunk's memory now, for a reader that owns its chunks and has copied what it needs. Without this each
+ * Frees a chunk's memory now, for a reader that owns its chunks and is done with them. Without this each
  * network chunk (64 KB) would wait for a full collection: V8 starts one for memory outside its heap only after 64 MB
  * more of it, so under a few large bodies tens of megabytes of read chunks pile up, scattered through the C heap
  * where they keep it from shrinking. Only a chunk that is a whole buffer of its own is freed: a slice may share its
