@@ -2,6 +2,7 @@ import { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { BodyTooLargeError } from '../src/errors.ts'
+import { releaseChunk } from '../src/metadata/intake.ts'
 import { receiveJsonImageBody } from '../src/metadata/json-image-body.ts'
 import { acceptedContentTypes } from './error-envelope.ts'
 
@@ -40,9 +41,10 @@ async function jsonImageBody (fastify: FastifyInstance, options: JsonImageBodyOp
       scratchFile: (extension) => request.scratchFile(extension),
       // A route that takes no JSON answers 415 after the body has been checked, as it did with a buffered body.
       receive: acceptedContentTypes(request).includes('application/json'),
-      // A socket's body chunks are copies the HTTP parser made for this request alone. Not so under `inject`
-      // (light-my-request), where a chunk may be the caller's own buffer, nor after a hook replaced the stream.
-      ownsChunks: payload === request.raw && request.raw.socket instanceof Socket
+      // A socket's body chunks are copies the HTTP parser made for this request alone, freed once scanned. Not so
+      // under `inject` (light-my-request), where a chunk may be the caller's own buffer, nor after a hook replaced
+      // the stream.
+      ...(payload === request.raw && request.raw.socket instanceof Socket ? { release: releaseChunk } : {})
     })
     request.uploadedImage = received.image
     request.imageRefused = received.imageError

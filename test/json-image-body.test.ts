@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import secureJson from 'secure-json-parse'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { releaseChunk } from '../src/metadata/intake.ts'
 import { JsonBodyScanner, MAX_NESTING, receiveJsonImageBody, type JsonImageBody, type JsonKind } from '../src/metadata/json-image-body.ts'
 import { Rng } from './support/rng.ts'
 
@@ -284,7 +285,7 @@ describe('receiveJsonImageBody', () => {
     }
   })
 
-  it('with ownsChunks, frees each chunk that is a buffer of its own once scanned, and leaves slices alone', async () => {
+  it('with releaseChunk as release, frees each chunk that is a buffer of its own once scanned, and leaves slices alone', async () => {
     const body = Buffer.from(`{"note":"\\u00e9t\\u00e9","image":"${photoUri()}"}`)
     // Chunks as Node's HTTP parser gives them: each a copy in a buffer of its own, the last one shorter.
     const own: Buffer[] = []
@@ -294,7 +295,7 @@ describe('receiveJsonImageBody', () => {
       own.push(chunk)
     }
     async function * chunks (): AsyncGenerator<Buffer> { yield * own }
-    const received = await receiveJsonImageBody(chunks(), { scratchFile, maxBytes: 1_000_000, maxBodyBytes: 2_000_000, receive: true, ownsChunks: true })
+    const received = await receiveJsonImageBody(chunks(), { scratchFile, maxBytes: 1_000_000, maxBodyBytes: 2_000_000, receive: true, release: releaseChunk })
     expect(received.image).toMatchObject({ sizeBytes: photo.length, sha256: sha256(photo) })
     expect(await readFile(received.image!.path)).toEqual(photo)
     await rm(received.image!.path)
@@ -302,7 +303,7 @@ describe('receiveJsonImageBody', () => {
 
     // A slice shares its buffer: whoever holds the rest of it keeps it intact.
     const whole = Buffer.from(body)
-    const sliced = await receiveJsonImageBody(pieces(whole, 4096), { scratchFile, maxBytes: 1_000_000, maxBodyBytes: 2_000_000, receive: true, ownsChunks: true })
+    const sliced = await receiveJsonImageBody(pieces(whole, 4096), { scratchFile, maxBytes: 1_000_000, maxBodyBytes: 2_000_000, receive: true, release: releaseChunk })
     expect(sliced.image).toMatchObject({ sha256: sha256(photo) })
     await rm(sliced.image!.path)
     expect(whole).toEqual(body)

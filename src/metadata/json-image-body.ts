@@ -1,7 +1,7 @@
 import { unlink } from 'node:fs/promises'
 import { BodyTooLargeError, ForbiddenKeyError, InvalidJsonError, ValidationError, withCause } from '../errors.ts'
 import { DataUriDecoder } from './data-uri.ts'
-import { receiveImage, releaseChunk, type IntakeOptions, type StoredImage } from './intake.ts'
+import { receiveImage, type IntakeOptions, type StoredImage } from './intake.ts'
 
 /** The kinds of JSON value, as a schema tells them apart. */
 export type JsonKind = 'object' | 'array' | 'string' | 'number' | 'true' | 'false' | 'null'
@@ -521,16 +521,17 @@ function hexValue (byte: number): number {
   return lower >= 0x61 && lower <= 0x66 ? lower - 0x61 + 10 : -1
 }
 
-export interface JsonImageBodyOptions extends IntakeOptions {
+export interface JsonImageBodyOptions extends Omit<IntakeOptions, 'release'> {
   /** The body is refused (BODY_TOO_LARGE) as soon as more bytes than this have arrived. */
   maxBodyBytes: number
   /** False: the body is only checked, its image neither decoded nor stored (a route that takes no JSON). */
   receive: boolean
   /**
-   * True when each chunk is this reader's alone (Node's HTTP parser copies every body chunk from a socket into a
-   * buffer of its own): its memory is freed as soon as it has been scanned, instead of at V8's next collection.
+   * Called with each body chunk once it has been scanned: a source whose chunks are its own (Node's HTTP parser copies
+   * every body chunk from a socket into a buffer of its own) frees them here (`releaseChunk`) rather than at V8's
+   * next collection. Not the decoded image bytes, which are the decoder's buffer, reused for the next piece.
    */
-  ownsChunks?: boolean
+  release?: (chunk: Buffer) => void
 }
 
 export interface JsonImageBody {
@@ -602,7 +603,7 @@ export async function receiveJsonImageBody (chunks: AsyncIterable<Buffer>, optio
     if (bodyError === undefined) {
       try { scanner.write(next.value) } catch (error) { bodyError = error }
     }
-    if (options.ownsChunks === true) releaseChunk(next.value)
+    options.release?.(next.value)
     return true
   }
 
