@@ -3,6 +3,7 @@
  * must hold whole; multipart, which it streams to disk), and RSS after a quiet spell, against the RSS it idled at.
  */
 import { setTimeout as delay } from 'node:timers/promises'
+import { idleCollections } from '../test/support/servers.ts'
 import { Corpus, metadataRequest, postImage, type CorpusImage } from './support/corpus.ts'
 import { load } from './support/load.ts'
 import type { Options } from './support/options.ts'
@@ -49,8 +50,7 @@ export default async function memory (options: Options): Promise<PartResult> {
  */
 async function settled (url: string): Promise<void> {
   for (const started = performance.now(); performance.now() - started < 10_000; await delay(500)) {
-    const metrics = await (await fetch(`${url}/metrics`)).text()
-    if (Number(/^idle_collections_total (\d+)$/m.exec(metrics)?.[1] ?? 0) >= 1) break
+    if (await idleCollections(url) >= 1) break
   }
   await delay(500)
 }

@@ -3,7 +3,7 @@ import sharp from 'sharp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp } from './support/app.ts'
 import { residentBytes, until, watchingMemory } from './support/processes.ts'
-import { startService, stopService, type ServiceProcess } from './support/servers.ts'
+import { idleCollections, startService, stopService, type ServiceProcess } from './support/servers.ts'
 
 // A real server started as `npm start` starts it (its Node flags, which expose V8's gc, and its environment), given a
 // burst of large JSON data URIs: in the first quiet second after it, the idle collector gives the memory back.
@@ -11,11 +11,6 @@ import { startService, stopService, type ServiceProcess } from './support/server
 const KEY = 'memory-test-key'
 
 const MIB = 2 ** 20
-
-async function collections (port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
-  return Number(/^idle_collections_total (\d+)$/m.exec(text)![1])
-}
 
 /** The RSS each collection found, from its log line. Read from the output: a request would itself keep the loop busy. */
 function collectionsLogged (service: ServiceProcess): number[] {
@@ -55,7 +50,7 @@ describe('memory after a burst of large images', () => {
     const afterMB = residentBytes(pid) / MIB
     // The log line of each collection gives the memory it found; the last, the burst's.
     const found = collectionsLogged(service)
-    expect(await collections(service.port)).toBe(found.length)
+    expect(await idleCollections(`http://127.0.0.1:${service.port}`)).toBe(found.length)
     // It found the burst's memory (it collects only after 32 MB of growth) and gave back most of it: 65–95 MB here.
     const seen = `peak ${peakMB} MB, found ${found.join(', ')} MB, after ${afterMB} MB`
     expect(found.at(-1)!, seen).toBeGreaterThan(afterMB + 16)
