@@ -18,8 +18,9 @@ type Outcome = { error: string } | { body: JsonKind | undefined, image: JsonKind
 /** The body scanned in the pieces `cuts` makes of it: its error's code, or what it is and its image's text. */
 function scan (body: Buffer | string, cuts: number[] = []): Outcome {
   const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body)
-  let text = ''
-  const scanner = new JsonBodyScanner((piece) => { text += piece })
+  // Copied: a piece is valid only during the call.
+  const pieces: Buffer[] = []
+  const scanner = new JsonBodyScanner((piece) => { pieces.push(Buffer.from(piece)) })
   try {
     let from = 0
     for (const cut of [...cuts, bytes.length]) {
@@ -30,7 +31,7 @@ function scan (body: Buffer | string, cuts: number[] = []): Outcome {
   } catch (error) {
     return { error: (error as { code: string }).code }
   }
-  return { body: scanner.bodyKind, image: scanner.imageKind, text }
+  return { body: scanner.bodyKind, image: scanner.imageKind, text: Buffer.concat(pieces).toString('utf8') }
 }
 
 function kindOf (value: unknown): JsonKind {
@@ -56,7 +57,8 @@ function reference (body: Buffer | string): Outcome {
   return {
     body: kindOf(value),
     image: isObject && image !== undefined ? kindOf(image) : undefined,
-    text: typeof image === 'string' ? image : ''
+    // In UTF-8 and back: the scanner hands the text on in UTF-8, where a lone surrogate becomes U+FFFD.
+    text: typeof image === 'string' ? Buffer.from(image).toString('utf8') : ''
   }
 }
 
@@ -83,13 +85,24 @@ describe('JsonBodyScanner', () => {
     expect(scan(bytes, Array.from({ length: bytes.length }, (_, index) => index))).toEqual(whole)
   })
 
+  it('joins a surrogate pair written as two escapes, wherever the body is cut, as JSON.parse does', () => {
+    const body = Buffer.from('{"image":"data:image/png;name=\\ud83d\\ude00\\u00e9;base64,aGk=", "x": "\\ud83d"}')
+    const whole = scan(body)
+    expect(whole).toEqual(reference(body))
+    expect(whole).toMatchObject({ text: 'data:image/png;name=\u{1F600}\u00e9;base64,aGk=' })
+    for (let cut = 0; cut <= body.length; cut++) expect(scan(body, [cut]), `cut at ${cut}`).toEqual(whole)
+    // A high surrogate with no pair is what Buffer.from makes of it, U+FFFD, also when the image string ends on it.
+    expect(scan('{"image":"\\ud83d"}')).toMatchObject({ text: '\ufffd' })
+    expect(scan(Buffer.from('{"image":"a\\ud83d"}'), [13])).toMatchObject({ text: 'a\ufffd' })
+  })
+
   it('refuses every body cut short, at every byte', () => {
     const bytes = Buffer.from(escapedBody.trimEnd())
     for (let end = 0; end < bytes.length; end++) expect(scan(bytes.subarray(0, end)), `cut at ${end}`).toEqual({ error: 'INVALID_JSON' })
   })
 
   it('hands the image on in at most one piece per write, never an empty one, and not at all when told to ignore it', () => {
-    const pieces: string[] = []
+    const pieces: Uint8Array[] = []
     const scanner = new JsonBodyScanner((piece) => pieces.push(piece))
     const bytes = Buffer.from(escapedBody)
     let writes = 0
@@ -102,7 +115,7 @@ describe('JsonBodyScanner', () => {
     expect(pieces.every((piece) => piece.length > 0)).toBe(true)
     expect(scanner).toMatchObject({ imageOpened: true, imageClosed: true })
 
-    const ignored: string[] = []
+    const ignored: Uint8Array[] = []
     const ignoring = new JsonBodyScanner((piece) => ignored.push(piece))
     ignoring.ignoreImage()
     ignoring.write(bytes)

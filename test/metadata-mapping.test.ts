@@ -79,7 +79,7 @@ describe('DataUriDecoder', () => {
     const chunks: Buffer[] = []
     for (let at = 0; at < uri.length; at += pieceLength) {
       // Copied: the decoder reuses its buffer.
-      const bytes = decoder.write(uri.slice(at, at + pieceLength))
+      const bytes = decoder.write(Buffer.from(uri.slice(at, at + pieceLength)))
       if (bytes !== undefined) chunks.push(Buffer.from(bytes))
     }
     const last = decoder.end()
@@ -129,11 +129,44 @@ describe('DataUriDecoder', () => {
     ])
   })
 
+  it('decodes as Node does from pieces anywhere in memory, cut anywhere, also in one-byte pieces', () => {
+    const bytes = Buffer.from(Array.from({ length: 100_003 }, (_, index) => (index * 7919 + (index >> 8)) % 256))
+    // Unwrapped: whole runs of sixteen characters go through the word-at-a-time path, from odd addresses too.
+    const uri = Buffer.from(`data:image/jpeg;base64,${bytes.toString('base64')}`)
+    for (const pieceLength of [1, 3, 16, 17, 4093, 65_536]) {
+      const decoder = new DataUriDecoder(200_000)
+      const chunks: Buffer[] = []
+      // One byte in front, so that every piece is a view starting one byte into its memory.
+      const shifted = Buffer.concat([Buffer.from([0]), uri]).subarray(1)
+      for (let at = 0; at < shifted.length; at += pieceLength) {
+        const out = decoder.write(shifted.subarray(at, at + pieceLength))
+        if (out !== undefined) chunks.push(Buffer.from(out))
+      }
+      const last = decoder.end()
+      if (last !== undefined) chunks.push(Buffer.from(last))
+      expect(Buffer.concat(chunks).equals(bytes), `pieces of ${pieceLength}`).toBe(true)
+    }
+  })
+
+  it('refuses every byte outside the alphabet, whitespace and padding, wherever it stands in a run', () => {
+    const allowed = new Set([...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \t\r\n'].map((character) => character.charCodeAt(0)))
+    const data = Buffer.from('aGVsbG8gd29ybGQhIGFnYWluLCBhbmQgYWdhaW4u')
+    for (let byte = 0; byte < 256; byte++) {
+      if (allowed.has(byte)) continue
+      // In the first run of sixteen, and in the short tail read a byte at a time.
+      for (const at of [5, data.length - 2]) {
+        const bad = Buffer.concat([Buffer.from('data:image/png;base64,'), data.subarray(0, at), Buffer.from([byte]), data.subarray(at + 1)])
+        const decoder = new DataUriDecoder(100)
+        expect(() => { decoder.write(bad); decoder.end() }, `byte ${byte} at ${at}`).toThrow(expect.objectContaining({ code: 'INVALID_BASE64' }))
+      }
+    }
+  })
+
   it('keeps the header it read, for people', () => {
     const decoder = new DataUriDecoder(100)
-    decoder.write('data:image/png;name=a.png;ba')
+    decoder.write(Buffer.from('data:image/png;name=a.png;ba'))
     expect(decoder.header).toBeUndefined()
-    decoder.write('se64,aGk=')
+    decoder.write(Buffer.from('se64,aGk='))
     expect(decoder.header).toBe('data:image/png;name=a.png;base64')
   })
 

@@ -1,34 +1,62 @@
 import { ImageTooLargeError, InvalidBase64Error, InvalidDataUriError, NoImageError, NotAnImageMediaTypeError } from '../errors.ts'
 
-/** The header `data:<type>/<subtype>[;param=value…];base64,` ends within this many characters, or it is no image URI. */
+/** The header `data:<type>/<subtype>[;param=value…];base64,` ends within this many bytes, or it is no image URI. */
 const MAX_HEADER_LENGTH = 512
 const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i
-const PADDING_ONLY = /^=*$/
-const WHITESPACE = /[\t\n\r ]/
-const WHITESPACE_ALL = /[\t\n\r ]+/g
+const COMMA = 0x2c
+const PADDING = 0x3d
+const INVALID = -1
+
+/** Each byte's six bits in the base64 alphabet (RFC 4648 §4), or INVALID; whitespace and padding are told apart below. */
+const SEXTET = new Int32Array(256).fill(INVALID)
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+for (let value = 0; value < 64; value++) SEXTET[ALPHABET.charCodeAt(value)] = value
+/**
+ * Two characters at a time (the low byte first, as a little-endian word holds them): their twelve bits in place for the
+ * first half of a quantum, shifted down 12 for the second. A quantum is the OR of two look-ups, and a byte outside
+ * the alphabet sets the sign bit (the shift keeps it). 256 KB.
+ */
+const PAIR = new Int32Array(65536)
+for (let low = 0; low < 256; low++) {
+  for (let high = 0; high < 256; high++) {
+    const first = SEXTET[low]!
+    const second = SEXTET[high]!
+    PAIR[low | (high << 8)] = first === INVALID || second === INVALID ? -1 << 24 : ((first << 6) | second) << 12
+  }
+}
+/** Characters read at a time by the fast path: four quanta, twelve bytes out, each side three 32-bit words. */
+const GROUP = 16
+/** Tab, line feed, carriage return and space: some encoders wrap base64 in lines, and the breaks carry no data. */
+const WHITESPACE = new Uint8Array(256)
+for (const byte of [0x09, 0x0a, 0x0d, 0x20]) WHITESPACE[byte] = 1
 
 /**
- * Decodes `data:image/<subtype>;base64,<data>` as its text arrives, piece by piece (the pieces of a JSON string as
- * the body streams in): each piece is checked and decoded on its own, so no regular expression runs over the whole
- * image and neither its text nor its bytes ever exist whole in memory (the intake writes each piece's bytes to disk).
- * The bytes are decoded into one buffer, reused: what `write` and `end` return is valid until the next call (the
- * intake copies it at once), so decoding a 25 MB image leaves no garbage behind. Base64 may be wrapped over lines,
- * and its padding left out. The declared subtype is not trusted: the format is decided from the bytes. Throws the
- * service's errors for anything else, IMAGE_TOO_LARGE as soon as the bytes decoded pass `maxBytes`.
+ * Decodes `data:image/<subtype>;base64,<data>` as its bytes arrive, piece by piece (the pieces of a JSON string as
+ * the body streams in), straight from the bytes: no string is made of the data, and neither its text nor its bytes
+ * ever exist whole in memory (the intake writes each piece's bytes to disk). The bytes are decoded into one buffer,
+ * reused: what `write` and `end` return is valid until the next call (the intake copies it at once), so decoding a
+ * 25 MB image leaves no garbage behind. Base64 may be wrapped over lines, and its padding left out; base64url and any
+ * other byte outside the alphabet are refused. The declared subtype is not trusted: the format is decided from the
+ * bytes. Throws the service's errors for anything else, IMAGE_TOO_LARGE as soon as the bytes decoded pass `maxBytes`.
+ *
+ * Written here rather than left to Node's decoder, which takes only strings: at 430 MB a second under eight 20 MB
+ * uploads, making those strings was 99% of what the JSON path allocated on the JS heap, and held its peak memory up.
  */
 export class DataUriDecoder {
   readonly #maxBytes: number
   #received = false
-  /** The text before the comma, while it is being read; then the whole header. */
-  #header = ''
-  #inData = false
-  /** Base64 characters not decoded yet: fewer than four, so that every piece decodes alone. */
-  #carry = ''
-  /** Base64 characters seen, padding left out; then the padding, which only the end may hold. */
-  #dataCharacters = 0
+  /** The header's bytes until the comma, then its text (UTF-8). */
+  #headerBytes: Buffer[] = []
+  #headerLength = 0
+  #header: string | undefined
+  /** The bits of the quantum being read and how many of its characters have come (0–3 between pieces). */
+  #quantum = 0
+  #held = 0
+  /** `=` seen: only whitespace and more padding may follow. */
   #padding = 0
   #decodedBytes = 0
   #output = Buffer.alloc(0)
+  #outputView = new DataView(this.#output.buffer)
 
   constructor (maxBytes: number) {
     this.#maxBytes = maxBytes
@@ -36,87 +64,124 @@ export class DataUriDecoder {
 
   /** `data:<type>/<subtype>[;…];base64` once the comma has been read; what the URI declares, for people. */
   get header (): string | undefined {
-    return this.#inData ? this.#header : undefined
+    return this.#header
   }
 
-  /** The next piece of the URI's text; the bytes it completes, if any, until the next call. */
-  write (text: string): Buffer | undefined {
-    if (text.length === 0) return undefined
+  /** The next piece of the URI, as bytes (its text in UTF-8); the bytes it completes, if any, until the next call. */
+  write (piece: Uint8Array): Buffer | undefined {
+    if (piece.length === 0) return undefined
     this.#received = true
-    if (!this.#inData) {
-      const comma = text.indexOf(',')
-      this.#header += comma < 0 ? text : text.slice(0, comma)
-      if (this.#header.length > MAX_HEADER_LENGTH) throw new InvalidDataUriError()
+    if (this.#header === undefined) {
+      const comma = piece.indexOf(COMMA)
+      const head = comma < 0 ? piece : piece.subarray(0, comma)
+      this.#headerLength += head.length
+      if (this.#headerLength > MAX_HEADER_LENGTH) throw new InvalidDataUriError()
+      this.#headerBytes.push(Buffer.from(head))
       if (comma < 0) return undefined
-      checkHeader(this.#header)
-      this.#inData = true
-      return this.#decode(text.slice(comma + 1))
+      const header = Buffer.concat(this.#headerBytes).toString('utf8')
+      this.#headerBytes = []
+      checkHeader(header)
+      this.#header = header
+      return this.#decode(piece, comma + 1)
     }
-    return this.#decode(text)
+    return this.#decode(piece, 0)
   }
 
   /** The URI has ended: the last bytes, if any (until the next call). Throws NO_IMAGE when it held none. */
   end (): Buffer | undefined {
     if (!this.#received) throw new NoImageError()
-    if (!this.#inData) throw new InvalidDataUriError()
-    const length = this.#dataCharacters + this.#padding
-    if (length % 4 === 1 || (this.#padding > 0 && length % 4 !== 0)) throw new InvalidBase64Error()
-    const bytes = this.#carry.length > 0 ? this.#bytes(this.#carry, 0) : 0
-    const last = bytes > 0 ? this.#output.subarray(0, bytes) : undefined
-    this.#carry = ''
+    if (this.#header === undefined) throw new InvalidDataUriError()
+    // A last quantum of one character holds no whole byte; padding must complete the quantum it ends.
+    if (this.#held === 1 || (this.#padding > 0 && this.#held + this.#padding !== 4)) throw new InvalidBase64Error()
+    let length = 0
+    if (this.#held > 1) {
+      const output = this.#room(2)
+      const bits = this.#quantum << (6 * (4 - this.#held))
+      output[0] = bits >> 16
+      output[1] = bits >> 8
+      length = this.#held - 1
+      this.#counted(length)
+    }
+    this.#held = 0
     if (this.#decodedBytes === 0) throw new NoImageError()
-    return last
-  }
-
-  #decode (text: string): Buffer | undefined {
-    // Some encoders wrap base64 at 76 columns; the line breaks carry no data.
-    let data = WHITESPACE.test(text) ? text.replace(WHITESPACE_ALL, '') : text
-    if (data.length === 0) return undefined
-    // Padding can only end the data: once it has begun, nothing else may follow.
-    const padding = this.#padding > 0 ? 0 : data.indexOf('=')
-    if (padding >= 0) {
-      const tail = data.slice(padding)
-      this.#padding += tail.length
-      if (!PADDING_ONLY.test(tail) || this.#padding > 2) throw new InvalidBase64Error()
-      data = data.slice(0, padding)
-    }
-    // The base64url characters, which Node's decoder would take (the rest of the alphabet check is in #bytes).
-    if (data.includes('-') || data.includes('_')) throw new InvalidBase64Error()
-    this.#dataCharacters += data.length
-    if (data.length === 0) return undefined
-    // The carried characters and the first of this piece complete one quantum; the rest is decoded from a slice of
-    // the piece as it is (joining the piece to the carry copied it whole: twice the heap the decoding allocates).
-    const completing = this.#carry.length === 0 ? 0 : Math.min(4 - this.#carry.length, data.length)
-    let decoded = 0
-    if (completing > 0) {
-      this.#carry += data.slice(0, completing)
-      if (this.#carry.length < 4) return undefined
-      decoded = this.#bytes(this.#carry, 0)
-    }
-    const whole = data.length - ((data.length - completing) % 4)
-    this.#carry = data.slice(whole)
-    if (whole > completing) decoded += this.#bytes(data.slice(completing, whole), decoded)
-    return decoded === 0 ? undefined : this.#output.subarray(0, decoded)
+    return length > 0 ? this.#output.subarray(0, length) : undefined
   }
 
   /**
-   * Whole quanta (or the unpadded last one), decoded into the reused buffer at `offset`; how many bytes they gave. A
-   * character outside the alphabet is found here rather than by a regular expression over every piece (which took
-   * three quarters of a large data URI's CPU): Node's decoder skips such characters, so the bytes come out fewer than
-   * the characters promise.
+   * The data in `piece` from `from` on, decoded into the reused buffer. Runs of whole quanta of alphabet characters
+   * are read sixteen bytes at a time, as 32-bit words (a DataView: a piece may start anywhere in memory), and written
+   * as words; anything else (whitespace, padding, a quantum that spans two pieces, a byte outside the alphabet) a
+   * byte at a time. It takes about 1.5 times as long as making the string and decoding it natively (9.6 against 6.5 ms
+   * for 20 MB in 64 KB pieces), a few percent of a 12 MP data URI's throughput: the README's Benchmarks weigh it.
    */
-  #bytes (base64: string, offset: number): number {
-    const size = Math.ceil(base64.length / 4) * 3
-    if (this.#output.length < offset + size) {
-      const larger = Buffer.allocUnsafeSlow(Math.max(offset + size, 2 * this.#output.length))
-      this.#output.copy(larger, 0, 0, offset)
-      this.#output = larger
+  #decode (piece: Uint8Array, from: number): Buffer | undefined {
+    const length = piece.length
+    const output = this.#room(Math.floor((this.#held + length - from) / 4) * 3)
+    const out = this.#outputView
+    const view = new DataView(piece.buffer, piece.byteOffset, length)
+    let at = from
+    let written = 0
+    let quantum = this.#quantum
+    let held = this.#held
+    while (at < length) {
+      if (held === 0 && this.#padding === 0) {
+        const end = length - ((length - at) % GROUP)
+        while (at < end) {
+          const word0 = view.getUint32(at, true)
+          const word1 = view.getUint32(at + 4, true)
+          const word2 = view.getUint32(at + 8, true)
+          const word3 = view.getUint32(at + 12, true)
+          const a = PAIR[word0 & 0xffff]! | (PAIR[word0 >>> 16]! >> 12)
+          const b = PAIR[word1 & 0xffff]! | (PAIR[word1 >>> 16]! >> 12)
+          const c = PAIR[word2 & 0xffff]! | (PAIR[word2 >>> 16]! >> 12)
+          const d = PAIR[word3 & 0xffff]! | (PAIR[word3 >>> 16]! >> 12)
+          if ((a | b | c | d) < 0) break
+          // Twelve bytes, big-endian: a's three, b's three, c's three, d's three.
+          out.setUint32(written, (a << 8) | (b >>> 16))
+          out.setUint32(written + 4, (b << 16) | (c >>> 8))
+          out.setUint32(written + 8, (c << 24) | d)
+          written += 12
+          at += GROUP
+        }
+        if (at === length) break
+      }
+      const byte = piece[at++]!
+      const value = SEXTET[byte]!
+      if (value !== INVALID) {
+        if (this.#padding > 0) throw new InvalidBase64Error()
+        quantum = (quantum << 6) | value
+        if (++held === 4) {
+          output[written] = quantum >> 16
+          output[written + 1] = quantum >> 8
+          output[written + 2] = quantum
+          written += 3
+          quantum = 0
+          held = 0
+        }
+      } else if (byte === PADDING) {
+        if (++this.#padding > 2) throw new InvalidBase64Error()
+      } else if (WHITESPACE[byte] === 0) {
+        throw new InvalidBase64Error()
+      }
     }
-    const length = this.#output.write(base64, offset, size, 'base64')
-    if (length !== Math.floor(base64.length * 3 / 4)) throw new InvalidBase64Error()
-    this.#decodedBytes += length
+    this.#quantum = quantum
+    this.#held = held
+    this.#counted(written)
+    return written === 0 ? undefined : output.subarray(0, written)
+  }
+
+  /** The reused buffer, with room for `size` bytes (its contents are not kept). */
+  #room (size: number): Buffer {
+    if (this.#output.length < size) {
+      this.#output = Buffer.allocUnsafeSlow(Math.max(size, 2 * this.#output.length))
+      this.#outputView = new DataView(this.#output.buffer, this.#output.byteOffset, this.#output.length)
+    }
+    return this.#output
+  }
+
+  #counted (bytes: number): void {
+    this.#decodedBytes += bytes
     if (this.#decodedBytes > this.#maxBytes) throw new ImageTooLargeError(this.#maxBytes)
-    return length
   }
 }
 

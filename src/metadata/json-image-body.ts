@@ -117,9 +117,12 @@ export class JsonBodyScanner {
   imageOpened = false
   imageClosed = false
 
-  readonly #onImageText: (text: string) => void
+  readonly #onImageBytes: (bytes: Uint8Array) => void
   #ignoreImage = false
-  #imageParts: string[] = []
+  /** The image string's parts since the last write: runs of its bytes as they came, and escaped characters. */
+  #imageParts: Array<Uint8Array | string> = []
+  /** An escaped high surrogate that ended the last write's part: its pair may be the next write's first escape. */
+  #heldSurrogate = ''
   #state = START
   #stack = new Uint8Array(64)
   #depth = 0
@@ -141,15 +144,20 @@ export class JsonBodyScanner {
   #literal = ''
   #literalAt = 0
 
-  /** `onImageText` receives the `image` string's text: at most one call per `write`, never an empty piece. */
-  constructor (onImageText: (text: string) => void) {
-    this.#onImageText = onImageText
+  /**
+   * `onImageBytes` receives the `image` string's text, its escapes resolved, in UTF-8 (as JSON.parse and then
+   * `Buffer.from` would make it): at most one call per `write`, never an empty piece. The piece is valid only during
+   * the call: most often it is a view of the bytes written.
+   */
+  constructor (onImageBytes: (bytes: Uint8Array) => void) {
+    this.#onImageBytes = onImageBytes
   }
 
   /** The rest of the `image` string is checked but no longer handed on (it has been refused already). */
   ignoreImage (): void {
     this.#ignoreImage = true
     this.#imageParts = []
+    this.#heldSurrogate = ''
     if (this.#stringRole === IMAGE_STRING) this.#stringRole = OTHER_STRING
   }
 
@@ -161,6 +169,7 @@ export class JsonBodyScanner {
     } catch (error) {
       this.#state = FAILED
       this.#imageParts = []
+      this.#heldSurrogate = ''
       throw error
     }
     this.#flushImage()
@@ -290,7 +299,10 @@ export class JsonBodyScanner {
   #stringRun (bytes: Buffer, from: number): number {
     const length = bytes.length
     const at = stringRunEnd(bytes, from)
-    if (at > from && this.#stringRole !== OTHER_STRING) this.#text(bytes.toString('latin1', from, at))
+    if (at > from) {
+      if (this.#stringRole === IMAGE_STRING) this.#imageParts.push(bytes.subarray(from, at))
+      else if (this.#stringRole === KEY_STRING) this.#text(bytes.toString('latin1', from, at))
+    }
     if (at === length) return at
     const byte = bytes[at]!
     if (byte === 0x22) {
@@ -400,10 +412,35 @@ export class JsonBodyScanner {
   }
 
   #flushImage (): void {
-    if (this.#imageParts.length === 0) return
-    const text = this.#imageParts.length === 1 ? this.#imageParts[0]! : this.#imageParts.join('')
+    const parts = this.#imageParts
+    if (parts.length === 0 && (this.#heldSurrogate === '' || !this.imageClosed)) return
     this.#imageParts = []
-    this.#onImageText(text)
+    const only = parts[0]
+    if (parts.length === 1 && typeof only !== 'string' && this.#heldSurrogate === '') {
+      this.#onImageBytes(only!)
+      return
+    }
+    // Escaped characters are joined before they are encoded, so that the two escapes of a surrogate pair make one.
+    const pieces: Uint8Array[] = []
+    let text = this.#heldSurrogate
+    this.#heldSurrogate = ''
+    for (const part of parts) {
+      if (typeof part === 'string') {
+        text += part
+        continue
+      }
+      if (text !== '') pieces.push(Buffer.from(text))
+      text = ''
+      pieces.push(part)
+    }
+    const last = text.charCodeAt(text.length - 1)
+    if (!this.imageClosed && last >= 0xd800 && last <= 0xdbff) {
+      this.#heldSurrogate = text.slice(-1)
+      text = text.slice(0, -1)
+    }
+    if (text !== '') pieces.push(Buffer.from(text))
+    const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces)
+    if (bytes.length > 0) this.#onImageBytes(bytes)
   }
 
   #escape (byte: number): void {
@@ -571,9 +608,9 @@ export async function receiveJsonImageBody (chunks: AsyncIterable<Buffer>, optio
   let fatal: unknown
   let image: StoredImage | undefined
 
-  const scanner = new JsonBodyScanner((text) => {
+  const scanner = new JsonBodyScanner((bytes) => {
     try {
-      decoded = decoder.write(text)
+      decoded = decoder.write(bytes)
     } catch (error) {
       imageError = error
       scanner.ignoreImage()
