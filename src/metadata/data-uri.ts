@@ -16,12 +16,11 @@ for (let value = 0; value < 64; value++) SEXTET[ALPHABET.charCodeAt(value)] = va
  * first half of a quantum, shifted down 12 for the second. A quantum is the OR of two look-ups, and a byte outside
  * the alphabet sets the sign bit (the shift keeps it). 256 KB.
  */
-const PAIR = new Int32Array(65536)
-for (let low = 0; low < 256; low++) {
-  for (let high = 0; high < 256; high++) {
-    const first = SEXTET[low]!
-    const second = SEXTET[high]!
-    PAIR[low | (high << 8)] = first === INVALID || second === INVALID ? -1 << 24 : ((first << 6) | second) << 12
+const PAIR = new Int32Array(65536).fill(-1 << 24)
+// Only the 4,096 pairs of alphabet characters are set: a loop over all 65,536 cost start-up 6–9 ms, run interpreted.
+for (let first = 0; first < 64; first++) {
+  for (let second = 0; second < 64; second++) {
+    PAIR[ALPHABET.charCodeAt(first) | (ALPHABET.charCodeAt(second) << 8)] = ((first << 6) | second) << 12
   }
 }
 /** Characters read at a time by the fast path: four quanta, twelve bytes out, each side three 32-bit words. */
