@@ -15,12 +15,28 @@ import { Rng } from './support/rng.ts'
 
 type Outcome = { error: string } | { body: JsonKind | undefined, image: JsonKind | undefined, text: string }
 
-/** The body scanned in the pieces `cuts` makes of it: its error's code, or what it is and its image's text. */
-function scan (body: Buffer | string, cuts: number[] = []): Outcome {
+/** How many leading bytes of `run` are base64 alphabet: what the data URI decoder takes of a run it is offered. */
+function alphabetPrefix (run: Uint8Array): number {
+  let taken = 0
+  while (taken < run.length && BASE64_ALPHABET.has(run[taken]!)) taken++
+  return taken
+}
+const BASE64_ALPHABET = new Set(Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'))
+
+/**
+ * The body scanned in the pieces `cuts` makes of it: its error's code, or what it is and its image's text. With
+ * `take`, runs of the image string are offered to a taker that takes their alphabet prefix, as the decoder does.
+ */
+function scan (body: Buffer | string, cuts: number[] = [], take = false): Outcome {
   const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body)
   // Copied: a piece is valid only during the call.
   const pieces: Buffer[] = []
-  const scanner = new JsonBodyScanner((piece) => { pieces.push(Buffer.from(piece)) })
+  const taker = (run: Uint8Array): number => {
+    const taken = alphabetPrefix(run)
+    if (taken > 0) pieces.push(Buffer.from(run.subarray(0, taken)))
+    return taken
+  }
+  const scanner = new JsonBodyScanner((piece) => { pieces.push(Buffer.from(piece)) }, take ? taker : undefined)
   try {
     let from = 0
     for (const cut of [...cuts, bytes.length]) {
@@ -164,6 +180,47 @@ describe('JsonBodyScanner', () => {
     for (let cut = 0; cut <= bytes.length; cut++) expect(scan(bytes, [cut])).toEqual(expected)
   })
 
+  it('with a taker of image runs, gives what the buffered parser gives, and the taker gets only long runs in order', () => {
+    const base64 = Buffer.alloc(300, 0x5a).toString('base64')
+    const bodies = [
+      escapedBody,
+      `{"image":"data:image/png;base64,${base64}","n":1}`,
+      // A lone high surrogate before a run: it goes on (as U+FFFD) before the run's bytes.
+      `{"image":"\\ud83d${base64}"}`,
+      `{"image":"${base64.slice(0, 100)}\\/${base64.slice(100, 250)}\\r\\n${base64.slice(250)}\\u0041"}`,
+      `{"image":"${base64.slice(0, 150)}==${base64.slice(150)}"}`
+    ]
+    for (const body of bodies) {
+      const bytes = Buffer.from(body)
+      const expected = reference(bytes)
+      expect(scan(bytes, [], true), body).toEqual(expected)
+      for (let cut = 0; cut <= bytes.length; cut++) expect(scan(bytes, [cut], true), `${body} cut at ${cut}`).toEqual(expected)
+    }
+    // Offered only runs of 64 bytes or more with no quote or backslash, after what came before them.
+    const offered: string[] = []
+    const handed: string[] = []
+    const scanner = new JsonBodyScanner((piece) => { handed.push(Buffer.from(piece).toString()) }, (run) => {
+      offered.push(Buffer.from(run).toString())
+      return run.length - 1
+    })
+    scanner.write(Buffer.from(`{"image":"ab\\/${'x'.repeat(70)}\\/${'y'.repeat(63)}"}`))
+    scanner.end()
+    expect(offered).toEqual(['x'.repeat(70)])
+    expect(handed).toEqual(['ab/', `x/${'y'.repeat(63)}`])
+    // Each write's own quote and backslash bound the runs it offers, wherever the last write had them.
+    offered.length = 0
+    handed.length = 0
+    const next = new JsonBodyScanner((piece) => { handed.push(Buffer.from(piece).toString()) }, (run) => {
+      offered.push(Buffer.from(run).toString())
+      return run.length
+    })
+    next.write(Buffer.from(`{"image":"${'x'.repeat(200)}`))
+    next.write(Buffer.from(`${'y'.repeat(100)}\\/${'z'.repeat(100)}"}`))
+    next.end()
+    expect(offered).toEqual(['x'.repeat(200), 'y'.repeat(100), 'z'.repeat(100)])
+    expect(handed).toEqual(['/'])
+  })
+
   it('finds a byte that needs a look at any place in a long string, whatever memory the piece starts at', () => {
     // Long runs are read four bytes at a time from a word view of the piece's memory: a raw control character, a quote,
     // a backslash or a multi-byte character at every offset of a 300-byte string, in pieces that start at every
@@ -178,6 +235,7 @@ describe('JsonBodyScanner', () => {
           const piece = memory.subarray(misalignment, misalignment + body.length)
           body.copy(piece)
           expect(scan(piece), `${JSON.stringify(needs)} at ${place}, memory offset ${misalignment}`).toEqual(expected)
+          expect(scan(piece, [], true), `${JSON.stringify(needs)} at ${place}, memory offset ${misalignment}, taken`).toEqual(expected)
         }
       }
     }
@@ -203,7 +261,8 @@ describe('JsonBodyScanner', () => {
       escapedBody,
       '{"image":"data:image/jpeg;base64,/9j/4AAQSkZJRg==","meta":{"w":640,"h":-4.5E2,"ok":[true,false,null]}}',
       '[{"a":"\\u00e9\\n"},{"b":[1,2,{"c":"\u00e9\u{1F600}"}]},"\\"",0.1e1]',
-      '{"__prota__":{"x":1},"constructoz":{"prototypf":2},"image":""}'
+      '{"__prota__":{"x":1},"constructoz":{"prototypf":2},"image":""}',
+      `{"image":"data:image/png;base64,${Buffer.alloc(120, 0xa7).toString('base64')}","x":"${'abc'.repeat(30)}"}`
     ].map((text) => Buffer.from(text))
     const rng = new Rng(20261124)
     const next = (): number => rng.next()
@@ -229,6 +288,7 @@ describe('JsonBodyScanner', () => {
       if ('error' in expected) invalid++
       const cut = Math.floor(next() * (mutated.length + 1))
       expect(scan(mutated, [cut]), `${JSON.stringify(mutated.toString('latin1'))} cut at ${cut}`).toEqual(expected)
+      expect(scan(mutated, [cut], true), `${JSON.stringify(mutated.toString('latin1'))} cut at ${cut}, taken`).toEqual(expected)
     }
     // Both kinds were tried, in earnest.
     expect(invalid).toBeGreaterThan(1000)

@@ -68,6 +68,8 @@ function wordHasStop (word: number): boolean {
 
 /** Runs shorter than this are read byte by byte: a word view is not worth making for a key. */
 const WORD_RUN_MIN = 64
+/** Runs of the image string shorter than this are not offered to `takeImageRun`: not worth the call. */
+const TAKEN_RUN_MIN = 64
 
 /**
  * Where the ordinary string bytes starting at `from` end: the first byte STRING_STOP marks, or the end. Long runs (the
@@ -118,6 +120,11 @@ export class JsonBodyScanner {
   imageClosed = false
 
   readonly #onImageBytes: (bytes: Uint8Array) => void
+  readonly #takeImageRun: ((run: Uint8Array) => number) | undefined
+  /** Where the next `"` and `\\` are in the bytes being scanned (their length for none), found once each. */
+  #stopsIn: Buffer | undefined
+  #nextQuote = 0
+  #nextBackslash = 0
   #ignoreImage = false
   /** The image string's parts since the last write: runs of its bytes as they came, and escaped characters. */
   #imageParts: Array<Uint8Array | string> = []
@@ -146,11 +153,18 @@ export class JsonBodyScanner {
 
   /**
    * `onImageBytes` receives the `image` string's text, its escapes resolved, in UTF-8 (as JSON.parse and then
-   * `Buffer.from` would make it): at most one call per `write`, never an empty piece. The piece is valid only during
-   * the call: most often it is a view of the bytes written.
+   * `Buffer.from` would make it), in order, never an empty piece. The piece is valid only during the call: most often
+   * it is a view of the bytes written. Without `takeImageRun`, there is at most one call per `write`.
+   *
+   * `takeImageRun`, if given, is offered each long run of the image string's bytes that holds no `"` or `\`, once
+   * everything before it has gone to `onImageBytes`, and says how many of its first bytes it took (they go to
+   * `onImageBytes` no more). It must take only bytes it knows to be ordinary string characters (printable ASCII, no
+   * quote or backslash): they are not checked again. Those it leaves are read as usual. This is how the image's
+   * base64 is decoded in the same pass as the JSON around it is checked, instead of being checked first.
    */
-  constructor (onImageBytes: (bytes: Uint8Array) => void) {
+  constructor (onImageBytes: (bytes: Uint8Array) => void, takeImageRun?: (run: Uint8Array) => number) {
     this.#onImageBytes = onImageBytes
+    this.#takeImageRun = takeImageRun
   }
 
   /** The rest of the `image` string is checked but no longer handed on (it has been refused already). */
@@ -298,10 +312,19 @@ export class JsonBodyScanner {
   /** Ordinary string characters up to the next byte that needs a look of its own; returns where reading stopped. */
   #stringRun (bytes: Buffer, from: number): number {
     const length = bytes.length
-    const at = stringRunEnd(bytes, from)
-    if (at > from) {
-      if (this.#stringRole === IMAGE_STRING) this.#imageParts.push(bytes.subarray(from, at))
-      else if (this.#stringRole === KEY_STRING) this.#text(bytes.toString('latin1', from, at))
+    let start = from
+    if (this.#stringRole === IMAGE_STRING && this.#takeImageRun !== undefined && length - from >= TAKEN_RUN_MIN) {
+      const stop = this.#nextStop(bytes, from)
+      if (stop - from >= TAKEN_RUN_MIN) {
+        // What came before goes first; then the run, unless the image has been refused meanwhile.
+        this.#flushImage(true)
+        if (this.#stringRole === IMAGE_STRING) start += this.#takeImageRun(bytes.subarray(from, stop))
+      }
+    }
+    const at = stringRunEnd(bytes, start)
+    if (at > start) {
+      if (this.#stringRole === IMAGE_STRING) this.#imageParts.push(bytes.subarray(start, at))
+      else if (this.#stringRole === KEY_STRING) this.#text(bytes.toString('latin1', start, at))
     }
     if (at === length) return at
     const byte = bytes[at]!
@@ -315,6 +338,21 @@ export class JsonBodyScanner {
       this.#utf8Lead(byte)
     }
     return at + 1
+  }
+
+  /**
+   * The first `"` or `\\` at or after `from`, or the end. Each is searched for (natively) once, and again only once
+   * reading has passed it: linear however many escapes the bytes hold.
+   */
+  #nextStop (bytes: Buffer, from: number): number {
+    if (this.#stopsIn !== bytes) {
+      this.#stopsIn = bytes
+      this.#nextQuote = -1
+      this.#nextBackslash = -1
+    }
+    if (this.#nextQuote < from) this.#nextQuote = indexOrEnd(bytes, 0x22, from)
+    if (this.#nextBackslash < from) this.#nextBackslash = indexOrEnd(bytes, 0x5c, from)
+    return Math.min(this.#nextQuote, this.#nextBackslash)
   }
 
   #startValue (byte: number): void {
@@ -411,9 +449,11 @@ export class JsonBodyScanner {
     }
   }
 
-  #flushImage (): void {
+  /** The image's parts so far to `onImageBytes`; with `runFollows`, or once closed, no surrogate is held back. */
+  #flushImage (runFollows = false): void {
     const parts = this.#imageParts
-    if (parts.length === 0 && (this.#heldSurrogate === '' || !this.imageClosed)) return
+    const final = runFollows || this.imageClosed
+    if (parts.length === 0 && (this.#heldSurrogate === '' || !final)) return
     this.#imageParts = []
     const only = parts[0]
     if (parts.length === 1 && typeof only !== 'string' && this.#heldSurrogate === '') {
@@ -434,7 +474,7 @@ export class JsonBodyScanner {
       pieces.push(part)
     }
     const last = text.charCodeAt(text.length - 1)
-    if (!this.imageClosed && last >= 0xd800 && last <= 0xdbff) {
+    if (!final && last >= 0xd800 && last <= 0xdbff) {
       this.#heldSurrogate = text.slice(-1)
       text = text.slice(0, -1)
     }
@@ -548,6 +588,11 @@ export class JsonBodyScanner {
   }
 }
 
+function indexOrEnd (bytes: Buffer, byte: number, from: number): number {
+  const index = bytes.indexOf(byte, from)
+  return index < 0 ? bytes.length : index
+}
+
 function isWhitespace (byte: number): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09
 }
@@ -608,12 +653,23 @@ export async function receiveJsonImageBody (chunks: AsyncIterable<Buffer>, optio
   let fatal: unknown
   let image: StoredImage | undefined
 
+  const refuse = (error: unknown): void => {
+    imageError = error
+    scanner.ignoreImage()
+  }
+  // The decoder keeps what each call decodes; the bytes of one chunk are taken once it has been scanned.
   const scanner = new JsonBodyScanner((bytes) => {
     try {
-      decoded = decoder.write(bytes)
+      decoder.append(bytes)
     } catch (error) {
-      imageError = error
-      scanner.ignoreImage()
+      refuse(error)
+    }
+  }, (run) => {
+    try {
+      return decoder.appendAlphabet(run)
+    } catch (error) {
+      refuse(error)
+      return 0
     }
   })
   if (!options.receive) scanner.ignoreImage()
@@ -639,6 +695,7 @@ export async function receiveJsonImageBody (chunks: AsyncIterable<Buffer>, optio
     if (receivedBytes > options.maxBodyBytes) throw (fatal = new BodyTooLargeError(options.maxBodyBytes))
     if (bodyError === undefined) {
       try { scanner.write(next.value) } catch (error) { bodyError = error }
+      decoded = decoder.take()
     }
     options.release?.(next.value)
     return true
