@@ -35,4 +35,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 ENTRYPOINT ["/usr/bin/tini", "--"]
 # Node's flags as `npm start` gives them, and its MALLOC_MMAP_THRESHOLD_ above: a young generation of at most
 # 2 × 16 MB, V8's gc for the idle collections, and large buffers mapped apart from the C heap (README, "Memory").
-CMD ["node", "--max-semi-space-size=16", "--initial-old-space-size=100", "--expose-gc", "src/server.ts"]
+CMD ["node", "--max-semi-space-size=16", "--expose-gc", "src/server.ts"]

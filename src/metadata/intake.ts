@@ -104,6 +104,10 @@ export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buf
       await unlink(file.path).catch(() => {})
     }
     throw error
+  } finally {
+    // No write is in flight (each is awaited): the batch, a buffer of its own, is freed now. It lives as long as the
+    // upload, past the young generation, and would otherwise wait for V8's next full collection.
+    if (batch !== undefined) releaseChunk(batch)
   }
 }
 
@@ -121,7 +125,10 @@ export function releaseChunk (chunk: Buffer): void {
 /** A batch buffer twice the size of `batch` (the first one FIRST_BATCH_BYTES), holding its first `used` bytes. */
 function grown (batch: Buffer | undefined, used: number): Buffer {
   const larger = Buffer.allocUnsafeSlow(batch === undefined ? FIRST_BATCH_BYTES : Math.min(2 * batch.length, WRITE_BATCH_BYTES))
-  batch?.copy(larger, 0, 0, used)
+  if (batch !== undefined) {
+    batch.copy(larger, 0, 0, used)
+    releaseChunk(batch)
+  }
   return larger
 }
 
