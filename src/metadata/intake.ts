@@ -105,9 +105,11 @@ export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buf
     }
     throw error
   } finally {
-    // No write is in flight (each is awaited): the batch, a buffer of its own, is freed now. It lives as long as the
-    // upload, past the young generation, and would otherwise wait for V8's next full collection.
+    // No write or structure check is in flight (each is awaited): the batch and the head, buffers of their own, are
+    // freed now. They live as long as the upload, past the young generation, and would otherwise wait for V8's next
+    // full collection, which V8 starts sooner the more memory outside its heap waits for it.
     if (batch !== undefined) releaseChunk(batch)
+    if (head !== undefined) releaseChunk(head)
   }
 }
 
