@@ -11,6 +11,8 @@ declare module 'fastify' {
 export interface IdleCollectionOptions {
   /** Event-loop idle time after which memory a burst left is given back; 0: never. */
   afterMs: number
+  /** Growth of resident memory since the last collection that is worth the next one (MiB). */
+  growthMb: number
 }
 
 /**
@@ -27,6 +29,7 @@ async function idleCollection (fastify: FastifyInstance, options: IdleCollection
   }
   const collector = new IdleCollector({
     quietMs: options.afterMs,
+    growthBytes: options.growthMb * 2 ** 20,
     collect: () => { gc({ type: 'major', execution: 'sync', flavor: 'last-resort' }) },
     onCollected: ({ rssBytes, pauseMs }) => {
       fastify.log.info({ rssMB: Math.round(rssBytes / 2 ** 20), pauseMs: Math.round(pauseMs) }, 'idle: memory-reducing garbage collection')

@@ -80,7 +80,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(requestId)
   await app.register(errorEnvelope)
   await app.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs, apiPrefix: '/v1/' })
-  await app.register(idleCollection, { afterMs: config.idleGcAfterMs })
+  await app.register(idleCollection, { afterMs: config.idleGcAfterMs, growthMb: config.idleGcGrowthMb })
   await app.register(jsonBody)
   await app.register(securityHeaders)
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })

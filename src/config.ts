@@ -60,6 +60,7 @@ const EnvSchema = Type.Object({
   REDIS_TIMEOUT_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 }),
   IDLE_GC_AFTER_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 1000 }),
+  IDLE_GC_GROWTH_MB: Type.Integer({ minimum: 1, maximum: 65_536, default: 32 }),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 3_600_000, default: 30_000 }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 10_000 }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 72_000 }),
@@ -136,6 +137,8 @@ export interface AppConfig {
   maxEventLoopDelayMs: number
   /** Event-loop idle time after which memory a burst left behind is given back (with --expose-gc); 0: never. */
   idleGcAfterMs: number
+  /** Growth of resident memory since the last idle collection that makes the next one worth its pause. */
+  idleGcGrowthMb: number
   connections: ConnectionLimits
   /** Where clients reach the API (the gateway's URL), for the OpenAPI document's `servers`. */
   publicUrl?: string
@@ -209,6 +212,7 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     rateLimits: { chatPerMinute: env.RATE_LIMIT_CHAT_PER_MIN, metadataPerMinute: env.RATE_LIMIT_METADATA_PER_MIN },
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
     idleGcAfterMs: env.IDLE_GC_AFTER_MS,
+    idleGcGrowthMb: env.IDLE_GC_GROWTH_MB,
     connections: {
       requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
       headersTimeoutMs: Math.min(env.HEADERS_TIMEOUT_MS, env.REQUEST_TIMEOUT_MS),
