@@ -42,8 +42,8 @@ for (const byte of [0x09, 0x0a, 0x0d, 0x20]) WHITESPACE[byte] = 1
  * Decodes `data:image/<subtype>;base64,<data>` as its bytes arrive, piece by piece (the pieces of a JSON string as
  * the body streams in): neither its text nor its bytes ever exist whole in memory (the intake writes each piece's
  * bytes to disk), and no string of it outlives the call that made it. The bytes are decoded into one buffer,
- * reused: what `write` and `end` return is valid until the next call (the intake copies it at once), so decoding a
- * 25 MB image leaves no garbage behind. Base64 may be wrapped over lines, and its padding left out; base64url and any
+ * reused: what `write`, `take` and `end` return is valid until the next call (the intake copies it at once), so
+ * decoding a 25 MB image leaves no garbage behind but the short-lived strings below. Base64 may be wrapped over lines, and its padding left out; base64url and any
  * other byte outside the alphabet are refused. The declared subtype is not trusted: the format is decided from the
  * bytes. Throws the service's errors for anything else, IMAGE_TOO_LARGE as soon as the bytes decoded pass `maxBytes`.
  *
