@@ -34,5 +34,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
 # Node's flags as `npm start` gives them, and its MALLOC_MMAP_THRESHOLD_ above: a young generation of at most
-# 2 × 16 MB, V8's gc for the idle collections, and large buffers mapped apart from the C heap (README, "Memory").
-CMD ["node", "--max-semi-space-size=16", "--expose-gc", "src/server.ts"]
+# 2 × 16 MB, no full collection below 100 MB of old generation, V8's gc for the idle collections, and large buffers
+# mapped apart from the C heap (README, "Configuration" and "Memory").
+CMD ["node", "--max-semi-space-size=16", "--initial-old-space-size=100", "--expose-gc", "src/server.ts"]

@@ -40,6 +40,7 @@ describe('memory after a burst of large images', () => {
     // The first quiet second after start-up collects what building the app left. Waited for without a request: on a
     // loaded machine, scrapes every 100 ms kept the loop over the 5% it counts as quiet.
     await until(() => collectionsLogged(service).length === 1, 100, 200)
+    const idleMB = residentBytes(pid) / MIB
 
     const { peak } = await watchingMemory(pid, async () => {
       for (let wave = 0; wave < 2; wave++) {
@@ -59,10 +60,14 @@ describe('memory after a burst of large images', () => {
     // The log line of each collection gives the memory it found; the last, the burst's.
     const found = collectionsLogged(service)
     expect(await idleCollections(`http://127.0.0.1:${service.port}`)).toBe(found.length)
-    // It found the burst's memory (it collects only after 8 MiB of growth here) and gave back most of it.
-    const seen = `peak ${peakMB} MB, found ${found.join(', ')} MB, after ${afterMB} MB`
-    expect(found.at(-1)!, seen).toBeGreaterThan(afterMB + 16)
-    expect(peakMB, seen).toBeGreaterThan(afterMB + 16)
+    // The burst took memory well above idle; the collection (it runs only after 8 MiB of growth here) found some of it
+    // still held and gave it back, and the service is back within the README's idle + 20%. How much of the burst's
+    // memory is still held when the loop falls quiet depends on how much V8 freed meanwhile: with the heap floor
+    // (`--initial-old-space-size`) it frees more during the burst, so the collection may find only about 10 MB.
+    const seen = `idle ${idleMB} MB, peak ${peakMB} MB, found ${found.join(', ')} MB, after ${afterMB} MB`
+    expect(peakMB, seen).toBeGreaterThan(idleMB * 1.2)
+    expect(found.at(-1)!, seen).toBeGreaterThan(afterMB + 4)
+    expect(afterMB, seen).toBeLessThan(idleMB * 1.2)
   })
 })
 
