@@ -196,29 +196,41 @@ describe('JsonBodyScanner', () => {
       expect(scan(bytes, [], true), body).toEqual(expected)
       for (let cut = 0; cut <= bytes.length; cut++) expect(scan(bytes, [cut], true), `${body} cut at ${cut}`).toEqual(expected)
     }
-    // Offered only runs of 64 bytes or more with no quote or backslash, after what came before them.
+    // Offered only runs of 64 bytes or more up to the next quote, after what came before them; what the taker leaves
+    // (from a backslash on, here) is read as usual, and a shorter run after it is not offered.
     const offered: string[] = []
     const handed: string[] = []
-    const scanner = new JsonBodyScanner((piece) => { handed.push(Buffer.from(piece).toString()) }, (run) => {
+    const upToBackslash = (run: Uint8Array): number => {
       offered.push(Buffer.from(run).toString())
-      return run.length - 1
-    })
+      const backslash = run.indexOf(0x5c)
+      return backslash < 0 ? run.length : backslash
+    }
+    const scanner = new JsonBodyScanner((piece) => { handed.push(Buffer.from(piece).toString()) }, upToBackslash)
     scanner.write(Buffer.from(`{"image":"ab\\/${'x'.repeat(70)}\\/${'y'.repeat(63)}"}`))
     scanner.end()
-    expect(offered).toEqual(['x'.repeat(70)])
-    expect(handed).toEqual(['ab/', `x/${'y'.repeat(63)}`])
-    // Each write's own quote and backslash bound the runs it offers, wherever the last write had them.
+    expect(offered).toEqual([`ab\\/${'x'.repeat(70)}\\/${'y'.repeat(63)}`, `${'x'.repeat(70)}\\/${'y'.repeat(63)}`])
+    expect(handed).toEqual(['/', `/${'y'.repeat(63)}`])
+    // Each write's own quote bounds the runs it offers, wherever the last write had one.
     offered.length = 0
     handed.length = 0
-    const next = new JsonBodyScanner((piece) => { handed.push(Buffer.from(piece).toString()) }, (run) => {
-      offered.push(Buffer.from(run).toString())
-      return run.length
-    })
+    const next = new JsonBodyScanner((piece) => { handed.push(Buffer.from(piece).toString()) }, upToBackslash)
     next.write(Buffer.from(`{"image":"${'x'.repeat(200)}`))
     next.write(Buffer.from(`${'y'.repeat(100)}\\/${'z'.repeat(100)}"}`))
     next.end()
-    expect(offered).toEqual(['x'.repeat(200), 'y'.repeat(100), 'z'.repeat(100)])
+    expect(offered).toEqual(['x'.repeat(200), `${'y'.repeat(100)}\\/${'z'.repeat(100)}`, 'z'.repeat(100)])
     expect(handed).toEqual(['/'])
+    // The same buffer written again with other bytes: its quote is looked for again.
+    offered.length = 0
+    handed.length = 0
+    const reused = Buffer.from(`{"image":"${'x'.repeat(100)}`)
+    const again = new JsonBodyScanner((piece) => { handed.push(Buffer.from(piece).toString()) }, upToBackslash)
+    again.write(reused)
+    reused.write(`${'y'.repeat(90)}","n":"${'z'.repeat(10)}`)
+    again.write(reused)
+    again.write(Buffer.from('"}'))
+    again.end()
+    expect(offered).toEqual(['x'.repeat(100), 'y'.repeat(90)])
+    expect(handed).toEqual([])
   })
 
   it('finds a byte that needs a look at any place in a long string, whatever memory the piece starts at', () => {

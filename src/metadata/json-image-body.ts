@@ -121,10 +121,8 @@ export class JsonBodyScanner {
 
   readonly #onImageBytes: (bytes: Uint8Array) => void
   readonly #takeImageRun: ((run: Uint8Array) => number) | undefined
-  /** Where the next `"` and `\\` are in the bytes being scanned (their length for none), found once each. */
-  #stopsIn: Buffer | undefined
-  #nextQuote = 0
-  #nextBackslash = 0
+  /** Where the next `"` is in the bytes being written (their length for none; -1 before it is looked for). */
+  #nextQuote = -1
   #ignoreImage = false
   /** The image string's parts since the last write: runs of its bytes as they came, and escaped characters. */
   #imageParts: Array<Uint8Array | string> = []
@@ -156,11 +154,13 @@ export class JsonBodyScanner {
    * `Buffer.from` would make it), in order, never an empty piece. The piece is valid only during the call: most often
    * it is a view of the bytes written. Without `takeImageRun`, there is at most one call per `write`.
    *
-   * `takeImageRun`, if given, is offered each long run of the image string's bytes that holds no `"` or `\`, once
-   * everything before it has gone to `onImageBytes`, and says how many of its first bytes it took (they go to
-   * `onImageBytes` no more). It must take only bytes it knows to be ordinary string characters (printable ASCII, no
-   * quote or backslash): they are not checked again. Those it leaves are read as usual. This is how the image's
-   * base64 is decoded in the same pass as the JSON around it is checked, instead of being checked first.
+   * `takeImageRun`, if given, is offered each long run of the image string's bytes up to the next `"` (or the end of
+   * the write), once everything before it has gone to `onImageBytes`, and says how many of its first bytes it took
+   * (they go to `onImageBytes` no more). It must take only bytes it knows to be ordinary string characters
+   * (printable ASCII, no quote or backslash): they are not checked again. Those it leaves, from the first it did
+   * not take (an escape's backslash, say), are read as usual. This is how the image's base64 is decoded in the same
+   * pass as the JSON around it is checked, instead of being checked first. The run is not cut at a backslash: a
+   * base64 string holds none, and looking for one would be one more pass over every byte of the image.
    */
   constructor (onImageBytes: (bytes: Uint8Array) => void, takeImageRun?: (run: Uint8Array) => number) {
     this.#onImageBytes = onImageBytes
@@ -178,6 +178,8 @@ export class JsonBodyScanner {
   /** Reads the next bytes of the body; throws INVALID_JSON at the first byte that cannot belong to it. */
   write (bytes: Buffer): void {
     if (this.#state === FAILED) throw new InvalidJsonError()
+    // Looked for again in each write: a source may write the same buffer again with new bytes in it.
+    this.#nextQuote = -1
     try {
       this.#scan(bytes)
     } catch (error) {
@@ -314,7 +316,7 @@ export class JsonBodyScanner {
     const length = bytes.length
     let start = from
     if (this.#stringRole === IMAGE_STRING && this.#takeImageRun !== undefined && length - from >= TAKEN_RUN_MIN) {
-      const stop = this.#nextStop(bytes, from)
+      const stop = this.#quoteAtOrAfter(bytes, from)
       if (stop - from >= TAKEN_RUN_MIN) {
         // What came before goes first; then the run, unless the image has been refused meanwhile.
         this.#flushImage(true)
@@ -341,18 +343,12 @@ export class JsonBodyScanner {
   }
 
   /**
-   * The first `"` or `\\` at or after `from`, or the end. Each is searched for (natively) once, and again only once
-   * reading has passed it: linear however many escapes the bytes hold.
+   * The first `"` at or after `from`, or the end. It is searched for (natively) once, and again only once reading has
+   * passed it: linear however many quotes the bytes hold.
    */
-  #nextStop (bytes: Buffer, from: number): number {
-    if (this.#stopsIn !== bytes) {
-      this.#stopsIn = bytes
-      this.#nextQuote = -1
-      this.#nextBackslash = -1
-    }
+  #quoteAtOrAfter (bytes: Buffer, from: number): number {
     if (this.#nextQuote < from) this.#nextQuote = indexOrEnd(bytes, 0x22, from)
-    if (this.#nextBackslash < from) this.#nextBackslash = indexOrEnd(bytes, 0x5c, from)
-    return Math.min(this.#nextQuote, this.#nextBackslash)
+    return this.#nextQuote
   }
 
   #startValue (byte: number): void {
