@@ -43,9 +43,10 @@ for (const byte of [0x09, 0x0a, 0x0d, 0x20]) WHITESPACE[byte] = 1
  * the body streams in): neither its text nor its bytes ever exist whole in memory (the intake writes each piece's
  * bytes to disk), and no string of it outlives the call that made it. The bytes are decoded into one buffer,
  * reused: what `write`, `take` and `end` return is valid until the next call (the intake copies it at once), so
- * decoding a 25 MB image leaves no garbage behind but the short-lived strings below. Base64 may be wrapped over lines, and its padding left out; base64url and any
- * other byte outside the alphabet are refused. The declared subtype is not trusted: the format is decided from the
- * bytes. Throws the service's errors for anything else, IMAGE_TOO_LARGE as soon as the bytes decoded pass `maxBytes`.
+ * decoding a 25 MB image leaves no garbage behind but the short-lived strings below. Base64 may be wrapped over
+ * lines, and its padding left out; base64url and any other byte outside the alphabet are refused. The declared
+ * subtype is not trusted: the format is decided from the bytes. Throws the service's errors for anything else,
+ * IMAGE_TOO_LARGE as soon as the bytes decoded pass `maxBytes`.
  *
  * Node's decoder takes only strings, so it gets runs of at most 32 KB: each string dies young, in V8's young
  * generation, where dead objects cost a scavenge nothing. (A string of a whole body chunk, as the JSON path once made,
@@ -166,8 +167,10 @@ export class DataUriDecoder {
     let written = first
     let quantum = this.#quantum
     let held = this.#held
-    // Node's decoder also takes base64url's two characters: a piece holding either is left to the checks below.
-    let native = this.#native && piece.indexOf(HYPHEN, from) < 0 && piece.indexOf(UNDERSCORE, from) < 0
+    // Node's decoder also takes base64url's two characters: a piece holding either is left to the checks below. A
+    // piece too short for a run is not searched at all.
+    let native = this.#native && length - from >= MIN_NATIVE_RUN &&
+      piece.indexOf(HYPHEN, from) < 0 && piece.indexOf(UNDERSCORE, from) < 0
     const bytes = native ? Buffer.from(piece.buffer, piece.byteOffset, length) : undefined
     while (at < length) {
       if (held === 0 && this.#padding === 0) {
