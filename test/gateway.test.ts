@@ -189,8 +189,8 @@ describe('scale-out behind the gateway', () => {
     const first = await chat({ message: 'I want to return the shoes from order G-4410' })
     const body = await first.json() as ChatBody
     const second = await chat({ message: 'has it shipped?', conversation_id: body.conversation_id })
-    expect(second.status).toBe(200)
     const next = await second.json() as ChatBody
+    expect(second.status, JSON.stringify(next)).toBe(200)
     expect(next.intent).toBe('track_order')
     // The order the first replica heard is remembered by the second.
     expect(next.links[0]?.url).toBe('https://shop.example.com/orders/G-4410/tracking')
@@ -199,12 +199,17 @@ describe('scale-out behind the gateway', () => {
 
   it('shares the rate limit of a key across replicas', async () => {
     const answers: Response[] = []
-    for (let i = 0; i <= CHAT_LIMIT; i++) answers.push(await chat({ message: 'hi' }, {}, LIMITED_KEY))
-    expect(answers.slice(0, CHAT_LIMIT).map((answer) => answer.status)).toEqual(new Array(CHAT_LIMIT).fill(200))
+    const bodies: unknown[] = []
+    for (let i = 0; i <= CHAT_LIMIT; i++) {
+      const answer = await chat({ message: 'hi' }, {}, LIMITED_KEY)
+      answers.push(answer)
+      bodies.push(await answer.json())
+    }
+    expect(answers.slice(0, CHAT_LIMIT).map((answer) => answer.status), JSON.stringify(bodies)).toEqual(new Array(CHAT_LIMIT).fill(200))
     const refused = answers[CHAT_LIMIT]!
     expect(refused.status).toBe(429)
     expect(refused.headers.get('retry-after')).toMatch(/^\d+$/)
-    expect(await refused.json()).toMatchObject({ code: 'RATE_LIMITED' })
+    expect(bodies[CHAT_LIMIT]).toMatchObject({ code: 'RATE_LIMITED' })
     const served = new Set(await Promise.all(answers.slice(0, CHAT_LIMIT).map(replicaOf)))
     expect(served).toEqual(new Set([0, 1]))
   })
@@ -217,7 +222,7 @@ describe('scale-out behind the gateway', () => {
       const answer = await chat({ message: 'and the invoice for it?', conversation_id: started.conversation_id })
       answers.push({ status: answer.status, body: await answer.json() as ChatBody })
     }
-    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200])
+    expect(answers.map((answer) => answer.status), JSON.stringify(answers)).toEqual([200, 200, 200, 200])
     for (const { body } of answers) expect(body.reply).toContain('H-2231')
   })
 })
