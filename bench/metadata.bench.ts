@@ -18,6 +18,7 @@ const PROCS = availableParallelism()
 const POOL = 'raw ExifTool pool'
 const MAKE = 'NIKON'
 const INTAKE = 'intake alone, no HTTP, no ExifTool'
+const BARE = 'bare upload route + raw pool'
 
 export default async function metadata (options: Options): Promise<PartResult> {
   const corpus = await Corpus.create()
@@ -34,6 +35,8 @@ export default async function metadata (options: Options): Promise<PartResult> {
       readers[mode] = await forkChild(new URL('./metadata.readers.ts', import.meta.url), { BENCH_READER: mode, BENCH_PROCS: String(PROCS) })
       children.push(readers[mode])
     }
+    const bare = await forkChild(new URL('./metadata.bare-route.ts', import.meta.url), { BENCH_API_KEY: service.apiKey, BENCH_PROCS: String(PROCS) })
+    children.push(bare)
     const folder = options.images === undefined ? [] : await answered(service, await corpus.folder(options.images))
 
     const http = (kind: 'multipart' | 'data URI', images: CorpusImage[], clients: number, peer: string, limit: number): Side =>
@@ -47,10 +50,11 @@ export default async function metadata (options: Options): Promise<PartResult> {
     const comparisons: Comparison[] = []
     const group = async (title: string, images: CorpusImage[], clients: number, limit: number, peers: boolean, intake = false): Promise<void> => {
       // The user's images were checked by `answered` (they need not name a camera).
-      if (images !== folder) await checkMakes(service, readers, images, peers)
+      if (images !== folder) await checkMakes(service, bare, readers, images, peers)
       const sides = [
         http('multipart', images, clients, POOL, limit),
         ...peers ? [http('data URI', images, clients, 'service, multipart', 0.8)] : [],
+        bareSide(bare, service.apiKey, images, clients),
         readerSide(POOL, readers.pool, images, clients),
         ...peers
           ? [readerSide('pool, exiftool-vendored\'s read()', readers.read, images, clients, POOL),
@@ -81,7 +85,12 @@ export default async function metadata (options: Options): Promise<PartResult> {
           'hashes, searches and writes it: there the ratio is the cost of the intake per byte. ' +
           `*${INTAKE}* is that cost by itself: src/metadata/intake.ts (sniff, SHA-256, manifest-marker search, TIFF walk, ` +
           'the scratch file written and removed) on the image from memory in 64 KB chunks, in a child process of its own: the ' +
-          'most the service could take in per second if HTTP, multipart parsing and ExifTool cost nothing.',
+          'most the service could take in per second if HTTP, multipart parsing and ExifTool cost nothing. ' +
+          `*${BARE}* (bench/metadata.bare-route.ts) is the least an upload endpoint over the same pool can be in Fastify: ` +
+          'the bearer check, @fastify/multipart streaming the file to a scratch file, the raw pool\'s read, the file removed, ' +
+          'the make answered; no sniff, hash, manifest search, limits, error envelope, response schema, request log, ' +
+          'headers or metrics. Its ratio to the raw pool is what HTTP, multipart and a file cost by themselves, on the same ' +
+          'two cores as the ExifTool processes: the ceiling of any HTTP service in front of this pool.',
         `Images made in code, each with the same camera tags written by ExifTool: ${[small, camera, ...others].map((image) => `${image.name} ${kb(image)}`).join(', ')} ` +
           '(the 12 MP JPEG has grain, as a photo does, to have a camera\'s file size; the HEIC is a real container around dummy coded data).' +
           (folder.length > 0 ? ` Plus the ${folder.length} images of ${options.images} that the service answers with 200, requested in turn.` : '')
@@ -105,13 +114,34 @@ async function answered (service: Child & { apiKey: string }, images: CorpusImag
   return kept
 }
 
+/**
+ * The bare upload route (metadata.bare-route.ts) on the same images, against the raw pool: what any HTTP upload
+ * endpoint over this pool costs, however little it does. Told each image's format and whether it is sized, as the
+ * service's sniff would find them.
+ */
+function bareSide (bare: Child, apiKey: string, images: CorpusImage[], clients: number): Side {
+  return httpSide(BARE, {
+    server: bare,
+    connections: clients,
+    requests: images.map((image) => bareRequest(image, apiKey)),
+    peer: POOL
+  })
+}
+
+function bareRequest (image: CorpusImage, apiKey: string): ReturnType<typeof metadataRequest> {
+  const request = metadataRequest(image, 'multipart', apiKey)
+  return { ...request, path: `${request.path}?format=${image.format}&sized=${image.sized ? 1 : 0}` }
+}
+
 /** One checked request or read per image and side first: a run of fast errors would otherwise look like a fine result. */
-async function checkMakes (service: Child & { apiKey: string }, readers: Record<ReaderMode, Child>, images: CorpusImage[], peers: boolean): Promise<void> {
+async function checkMakes (service: Child & { apiKey: string }, bare: Child, readers: Record<ReaderMode, Child>, images: CorpusImage[], peers: boolean): Promise<void> {
   const modes: ReaderMode[] = peers ? ['pool', 'read', 'fresh', 'exifr'] : ['pool']
   for (const image of images) {
     const kinds = peers ? ['multipart', 'data URI'] as const : ['multipart'] as const
     const answers = await Promise.all(kinds.map((kind) => postImage(service.url, metadataRequest(image, kind, service.apiKey))))
     for (const answer of answers) if (answer.status !== 200 || answer.make !== MAKE) throw new Error(`${image.name}: the service answered ${answer.status}, make ${String(answer.make)}`)
+    const bareAnswer = await postImage(bare.url, bareRequest(image, service.apiKey))
+    if (bareAnswer.status !== 200 || bareAnswer.make !== MAKE) throw new Error(`${image.name}: the bare route answered ${bareAnswer.status}, make ${String(bareAnswer.make)}`)
     for (const mode of modes) {
       const [make] = await readers[mode].call<unknown[]>('makes', { images: [readerImage(image)] })
       if (make !== MAKE) throw new Error(`${image.name}: ${mode} read make ${String(make)}`)
