@@ -25,7 +25,7 @@ const USAGE = `npm run bench [-- [part…] [--quick] [--rounds N] [--seconds S] 
   parts: ${PARTS.join(', ')} (all by default)
   env: BENCH_QUICK=1, BENCH_ROUNDS, BENCH_SECONDS, BENCH_IMAGES`
 
-/** Flags first, then the BENCH_* environment, then the defaults (full: about 9 minutes on 2 cores; quick: 2–3). */
+/** Flags first, then the BENCH_* environment, then the defaults (full: about 12 minutes on 2 cores; quick: 3–4). */
 export function readOptions (argv = process.argv.slice(2)): Options {
   const env = process.env
   const { values, positionals } = parseArgs({
