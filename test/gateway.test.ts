@@ -118,6 +118,17 @@ async function linesOf (requestId: string): Promise<Array<{ replica: number, lin
   return lines()
 }
 
+/**
+ * What the replicas logged at error level (pino's 50 and up), and whether either began to close: nothing these tests
+ * send should make them. Shown with any answer that was not the one expected.
+ */
+function troubleLogged (): string {
+  const lines = replicas.flatMap((replica, index) => replica.output().split('\n')
+    .filter((text) => /"level":(?:5\d|60)\b/.test(text) || text.includes('"msg":"closing'))
+    .map((text) => `replica ${index}: ${text}`))
+  return lines.length === 0 ? 'the replicas logged no error' : lines.join('\n')
+}
+
 async function replicaOf (answer: Response): Promise<number | undefined> {
   return (await linesOf(answer.headers.get('x-request-id')!))[0]?.replica
 }
@@ -190,7 +201,7 @@ describe('scale-out behind the gateway', () => {
     const body = await first.json() as ChatBody
     const second = await chat({ message: 'has it shipped?', conversation_id: body.conversation_id })
     const next = await second.json() as ChatBody
-    expect(second.status, JSON.stringify(next)).toBe(200)
+    expect(second.status, `${JSON.stringify(next)}\n${troubleLogged()}`).toBe(200)
     expect(next.intent).toBe('track_order')
     // The order the first replica heard is remembered by the second.
     expect(next.links[0]?.url).toBe('https://shop.example.com/orders/G-4410/tracking')
@@ -205,7 +216,7 @@ describe('scale-out behind the gateway', () => {
       answers.push(answer)
       bodies.push(await answer.json())
     }
-    expect(answers.slice(0, CHAT_LIMIT).map((answer) => answer.status), JSON.stringify(bodies)).toEqual(new Array(CHAT_LIMIT).fill(200))
+    expect(answers.slice(0, CHAT_LIMIT).map((answer) => answer.status), `${JSON.stringify(bodies)}\n${troubleLogged()}`).toEqual(new Array(CHAT_LIMIT).fill(200))
     const refused = answers[CHAT_LIMIT]!
     expect(refused.status).toBe(429)
     expect(refused.headers.get('retry-after')).toMatch(/^\d+$/)
@@ -216,13 +227,15 @@ describe('scale-out behind the gateway', () => {
 
   it('keeps answering, and loses no conversation, when one replica stops', async () => {
     const started = await (await chat({ message: 'please cancel order H-2231' })).json() as ChatBody
+    // Up to here neither replica has logged an error or begun to close.
+    expect(troubleLogged()).toBe('the replicas logged no error')
     await stopService(replicas[0]!)
     const answers = []
     for (let i = 0; i < 4; i++) {
       const answer = await chat({ message: 'and the invoice for it?', conversation_id: started.conversation_id })
       answers.push({ status: answer.status, body: await answer.json() as ChatBody })
     }
-    expect(answers.map((answer) => answer.status), JSON.stringify(answers)).toEqual([200, 200, 200, 200])
+    expect(answers.map((answer) => answer.status), `${JSON.stringify(answers)}\n${troubleLogged()}`).toEqual([200, 200, 200, 200])
     for (const { body } of answers) expect(body.reply).toContain('H-2231')
   })
 })
