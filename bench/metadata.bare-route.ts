@@ -2,9 +2,10 @@
  * Child process of metadata.bench.ts: the least an upload endpoint over the same ExifTool pool can be in Fastify.
  * The bearer check (@fastify/bearer-auth), @fastify/multipart streaming the `image` file into a scratch file, the
  * raw pool's read (MetadataExtractor.readSummary, the service's arguments, BENCH_PROCS processes), the file removed,
- * the make answered (as the service's `camera.make`); the format and whether ExifTool must size the image come in the query, as the service's sniff
- * would find them. No sniff, hash, manifest search, TIFF walk, limits, error envelope, response schema, request log,
- * security headers, rate limit, overload check or metrics: what receiving an upload over HTTP costs by itself.
+ * the make answered (as the service's `camera.make`); the format and whether ExifTool must size the image come in
+ * the query, as the service's sniff would find them. No sniff, hash, manifest search, TIFF walk, limits, error
+ * envelope, response schema, request log, security headers, rate limit, overload check or metrics: what receiving an
+ * upload over HTTP costs by itself.
  */
 import { randomUUID } from 'node:crypto'
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs'
