@@ -5,7 +5,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { envSchema } from 'env-schema'
 import { DEFAULT_MODEL_CACHE } from './chat/nlu/model-cache.ts'
-import { parseTrustAnchors, type ContentCredentialsConfig } from './metadata/provenance/c2pa-verifier.ts'
+import { DEFAULT_MAX_VALIDATED_BYTES, parseTrustAnchors, type ContentCredentialsConfig } from './metadata/provenance/c2pa-verifier.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
@@ -39,6 +39,7 @@ const EnvSchema = Type.Object({
   C2PA_TRUST_ANCHORS: Type.Optional(Type.String({ minLength: 1 })),
   C2PA_WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
   C2PA_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
+  C2PA_MAX_BYTES: Type.Integer({ minimum: 0, default: DEFAULT_MAX_VALIDATED_BYTES }),
   EXIFTOOL_PROCS: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
   EXIFTOOL_TASK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
   EXIFTOOL_MAX_QUEUE: Type.Integer({ minimum: 1, maximum: 100_000, default: 256 }),
@@ -225,7 +226,8 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     contentCredentials: {
       ...(env.C2PA_TRUST_ANCHORS === undefined ? {} : { trustAnchorsPem: readTrustAnchors(env.C2PA_TRUST_ANCHORS) }),
       workers: env.C2PA_WORKERS,
-      timeoutMs: env.C2PA_TIMEOUT_MS
+      timeoutMs: env.C2PA_TIMEOUT_MS,
+      maxBytes: env.C2PA_MAX_BYTES
     },
     exiftool: {
       // One ExifTool process per core for the machine, whatever the number of workers sharing it.

@@ -2,6 +2,7 @@ import { deflateSync } from 'node:zlib'
 import sharp from 'sharp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AUTH, createTestApp, imageForm, listen, type TestApp } from './support/app.ts'
+import { TestPki } from './support/content-credentials.ts'
 import { buildHeif } from './support/heif-builder.ts'
 import * as h from './support/hostile-files.ts'
 import { readFromBytes } from '../src/metadata/binary-reader.ts'
@@ -177,6 +178,40 @@ describe('the same structures at real-world sizes are read', () => {
   })
 })
 
+describe('metadata that was read wrong on real layouts', () => {
+  it('an early PowerShot JPEG (JFIF + CIFF, no Exif): make, model and capture time from the CIFF block, not 422', async () => {
+    const image = h.jpegWithCiff(jpeg, 'Canon', 'Canon PowerShot S10', new Date(Date.UTC(2000, 4, 6, 10, 30, 0)))
+    const answer = await send(image, 'IMG_0001.JPG')
+    expect(answer.status).toBe(200)
+    expect(answer.body).toMatchObject({
+      camera: { make: 'Canon', model: 'Canon PowerShot S10' },
+      datetime: '2000-05-06T10:30:00',
+      format: 'jpeg',
+      resolution: { width: 64, height: 48 }
+    })
+  })
+
+  it('a pre-release C2PA manifest: its claim generator as recorded, invalid with c2pa-rs\'s pre-release code', async () => {
+    const photo = await images.make('jpeg', { width: 64, height: 48, tags: CAMERA_TAGS })
+    const generator = 'Adobe_Photoshop/22.5.0 adobe_c2pa/0.7.6 c2pa-rs/0.7.0'
+    const answer = await send(h.withJpegSegments(photo, ...h.jpegJumbfSegments(h.prereleaseManifestStore(generator))), 'prerelease.jpg')
+    expect(answer.status).toBe(200)
+    expect((answer.body['provenance'] as Record<string, unknown>)['content_credentials']).toEqual({
+      claim_generator: generator,
+      title: null,
+      actions: [],
+      digital_source_types: [],
+      ai_generated: false,
+      ingredients: 0,
+      signer: null,
+      signed_at: null,
+      integrity: 'invalid',
+      trusted: false,
+      validation_codes: ['com.adobe.prerelease']
+    })
+  })
+})
+
 describe('a TIFF carrying C2PA, in the layouts c2pa-rs writes', () => {
   // The probe's file (from the C2PA project's tests) could not be had here; these are the two layouts c2pa-rs writes:
   // the store in IFD0's tag 0xCD41 (C2PA 1.3), or in an IFD of its own at the end of the chain (1.4 on).
@@ -191,5 +226,40 @@ describe('a TIFF carrying C2PA, in the layouts c2pa-rs writes', () => {
     expect(answer.status).toBe(200)
     expect(answer.body).toMatchObject({ format: 'tiff', camera: { make: 'Canon', model: 'Canon EOS 5D' }, resolution: { width: 16, height: 16 } })
     expect((answer.body['provenance'] as Record<string, unknown>)['content_credentials']).toMatchObject({ integrity: 'invalid' })
+  })
+})
+
+describe('Content Credentials of a file larger than the validator reads', () => {
+  let pki: TestPki
+  let small: TestApp
+  beforeAll(async () => {
+    pki = await TestPki.create()
+    small = await createTestApp({ contentCredentials: { workers: 1, timeoutMs: 10_000, maxBytes: 16 * 1024 } })
+  })
+  afterAll(async () => {
+    await Promise.all([small.close(), pki.close()])
+  })
+
+  it('are reported not_checked, with the reason and the claim generator as ExifTool reads it', async () => {
+    const signed = await pki.sign(await images.make('jpeg', { width: 64, height: 48, tags: CAMERA_TAGS }), { signer: pki.signer, actions: [{ action: 'c2pa.created' }] })
+    expect(signed.length).toBeGreaterThan(16 * 1024)
+    const response = await small.app.inject({ method: 'POST', url: '/v1/metadata', headers: AUTH, payload: { image: `data:image/jpeg;base64,${signed.toString('base64')}` } })
+    expect(response.statusCode).toBe(200)
+    expect(response.json().provenance.content_credentials).toEqual({
+      claim_generator: 'chat-metadata-api-tests/1.0',
+      title: null,
+      actions: [],
+      digital_source_types: [],
+      ai_generated: false,
+      ingredients: 0,
+      signer: null,
+      signed_at: null,
+      integrity: 'not_checked',
+      not_checked_reason: 'the file is larger than 16384 bytes, the most the service validates',
+      trusted: false,
+      validation_codes: []
+    })
+    const metrics = (await small.app.inject({ method: 'GET', url: '/metrics' })).body
+    expect(metrics).toMatch(/^c2pa_validations_total\{outcome="not_checked"\} 1$/m)
   })
 })
