@@ -79,7 +79,7 @@ export const ContentCredentials = Type.Object({
   }),
   not_checked_reason: Type.Optional(Type.String({
     description: 'Why integrity is not_checked; present only then',
-    examples: ['the file is larger than 67108864 bytes, the most the service validates']
+    examples: ['the file is larger than 50331648 bytes, the most the service validates']
   }))
 }, {
   $id: 'ContentCredentials',

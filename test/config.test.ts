@@ -87,7 +87,7 @@ describe('loadConfig', () => {
       connections: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 },
       maxImageBytes: 26_214_400,
       maxUploadBytes: 209_715_200,
-      contentCredentials: { workers: 1, timeoutMs: 10_000, maxBytes: 64 * 1024 * 1024 },
+      contentCredentials: { workers: 1, timeoutMs: 10_000, maxBytes: 48 * 1024 * 1024 },
       exiftool: { procs: availableParallelism(), taskTimeoutMs: 10_000, maxQueue: 256 },
       tempRoot: tmpdir(),
       chat: {

@@ -19,10 +19,11 @@ export interface ContentCredentialsConfig {
 
 /**
  * The largest file validated unless configured otherwise. c2pa-rs holds the whole file in the thread's WebAssembly
- * memory, and for JPEG copies it more than once on the way: a file costs about four times its size while it is
- * validated, and the thread keeps the grown memory until it idles out. This keeps one thread under 300 MB.
+ * memory, and for JPEG copies it more than once on the way (its Blob reader too reads a JPEG whole): a file costs
+ * about four and a half times its size while it is validated, and the thread keeps the grown memory until it idles
+ * out. This keeps one thread well under 300 MB; camera and phone JPEGs are far smaller.
  */
-export const DEFAULT_MAX_VALIDATED_BYTES = 64 * 1024 * 1024
+export const DEFAULT_MAX_VALIDATED_BYTES = 48 * 1024 * 1024
 
 /** What the verifier says about one file: the validator's result, or that it did not read the file. */
 export type VerifyOutcome = VerifyResult | { kind: 'not_checked', reason: string }
