@@ -36,7 +36,7 @@ export default async function startup (options: Options): Promise<PartResult> {
       '`GET /health/ready` answers 200 (polled every 20 ms): modules loaded, the trained model read from the model cache (warmed ' +
       'by one untimed start of each), the ExifTool pool answering. `npm start` is timed with npm\'s own start; the second row without it; ' +
       'the third as the second with Node\'s module compile cache in a directory of its own (NODE_COMPILE_CACHE, filled by the ' +
-      'untimed start), which the service leaves off by default: it holds about 30 MB more memory (README, "Configuration").'],
+      'untimed start), which the service leaves off by default: it holds about 30 MB more memory (docs/configuration.md).'],
     comparisons: [comparison]
   }
 }

@@ -1,5 +1,5 @@
 /**
- * npm run eval -- <file.csv>…: how well the assistant understands labelled messages (README "npm run eval").
+ * npm run eval -- <file.csv>…: how well the assistant understands labelled messages (docs/chat.md, "Evaluation").
  * Each CSV needs a header row with `utterance` and `intent` columns; other columns are ignored. The model is trained
  * from the domain pack (DOMAIN_PACK, or the default pack) exactly as the service trains it.
  *

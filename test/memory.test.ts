@@ -61,7 +61,7 @@ describe('memory after a burst of large images', () => {
     const found = collectionsLogged(service)
     expect(await idleCollections(`http://127.0.0.1:${service.port}`)).toBe(found.length)
     // The burst took memory well above idle; the collection (it runs only after 8 MiB of growth here) found some of it
-    // still held and gave it back, and the service is back within the README's idle + 20%. How much of the burst's
+    // still held and gave it back, and the service is back within the memory target's idle + 20% (docs/performance.md). How much of the burst's
     // memory is still held when the loop falls quiet depends on how much V8 freed meanwhile: with the heap floor
     // (`--initial-old-space-size`) it frees more during the burst, so the collection may find only about 10 MB.
     const seen = `idle ${idleMB} MB, peak ${peakMB} MB, found ${found.join(', ')} MB, after ${afterMB} MB`

@@ -15,7 +15,8 @@ interface Example { command: string, expected: Record<string, unknown> }
 
 /** Each ```sh block with a curl command in the quick start, with the ```json block that follows it. */
 function quickStartExamples (readme: string): Example[] {
-  const section = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('## Configuration'))
+  const start = readme.indexOf('## Quick start')
+  const section = readme.slice(start, readme.indexOf('\n## ', start + 1))
   const blocks = [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((match) => ({ language: match[1]!, text: match[2]! }))
   const examples: Example[] = []
   let waiting: string[] = []

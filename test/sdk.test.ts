@@ -5,7 +5,7 @@ import { API_KEY, createTestApp, listen, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
 import { runProcess } from './support/processes.ts'
 
-// What the README's SDK section tells a user to do, done for real: generate clients from the live /openapi.json of a
+// What docs/api.md's SDK section tells a user to do, done for real: generate clients from the live /openapi.json of a
 // running server with @hey-api/openapi-ts and with openapi-typescript (+ openapi-fetch), type-check the example
 // programs in examples/sdk/ under `strict`, and run them against the server.
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
