@@ -19,7 +19,7 @@ const RUNNERS: Record<PartName, (options: Options) => Promise<PartResult>> = { m
 
 const options = readOptions()
 const started = new Date()
-// Whatever hangs, the bench ends (and what it started with it: see support/processes.ts).
+// Whatever hangs, the bench ends (and what it started with it: see test/support/processes.ts).
 setTimeout(() => { log('over its time budget; stopping'); process.exit(1) }, (options.quick ? 15 : 45) * 60_000).unref()
 
 const run: RunResult = { startedAt: started.toISOString(), minutes: 0, options, machine: await describeMachine(), parts: {}, failures }

@@ -9,7 +9,7 @@
  *
  * 1. The base images (test/support/image-mutations.ts buildFuzzBases: every picture format, JPEG XL as codestream
  *    and container, every camera raw; a few KB each, made in code) are built here, before the server starts.
- * 2. The server runs in a child process (scripts/fuzz/service.ts, forked with bench/support/processes.ts), so this
+ * 2. The server runs in a child process (scripts/fuzz/service.ts, forked with test/support/processes.ts), so this
  *    load generator does not share its event loop: buildApp + loadConfig with a generated API key, the metadata rate
  *    limit off (120 a minute would refuse nearly every case), its scratch directory under a private temporary root,
  *    and the service's own defaults for everything else (EXIFTOOL_PROCS = CPU count, 10 s per image, queue 256,

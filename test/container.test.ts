@@ -50,7 +50,7 @@ describe('the Dockerfile', () => {
     const train = await runProcess(process.execPath, ['scripts/train.ts'], { cwd: app, env: { PATH: process.env['PATH'], MODEL_CACHE_DIR: DEFAULT_MODEL_CACHE }, timeoutMs: 120_000 })
     expect(train.exitCode, train.stderr).toBe(0)
 
-    const service = await startService({ API_KEYS: 'image-key', NODE_ENV: 'production' }, 'node', app)
+    const service = await startService({ API_KEYS: 'image-key', NODE_ENV: 'production' }, { cwd: app })
     try {
       const chat = await fetch(`http://127.0.0.1:${service.port}/v1/chat/send`, {
         method: 'POST',

@@ -1,7 +1,8 @@
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest'
 import { AUTH, createTestApp, imageForm, multipart, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
-import { childrenOf, isAlive, until } from './support/processes.ts'
+import { childrenOf } from './support/proc.ts'
+import { isAlive, until } from './support/processes.ts'
 
 // The real ExifTool pool, its children stopped and killed with real signals.
 let images: ImageFactory

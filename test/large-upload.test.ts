@@ -6,7 +6,8 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CAMERA_TAGS, dataUri, ImageFactory } from './support/images.ts'
-import { residentBytes, until, watchingMemory } from './support/processes.ts'
+import { residentBytes, watchingMemory } from './support/proc.ts'
+import { until } from './support/processes.ts'
 import { startService, stopService, type ServiceProcess } from './support/servers.ts'
 
 // Camera raw files run to tens or hundreds of megabytes: a multipart upload streams to disk, hashed on the way,

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto'
 import sharp from 'sharp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp } from './support/app.ts'
-import { residentBytes, until, watchingMemory } from './support/processes.ts'
+import { residentBytes, watchingMemory } from './support/proc.ts'
+import { until } from './support/processes.ts'
 import { idleCollections, startService, stopService, type ServiceProcess } from './support/servers.ts'
 
 // A real server started as `npm start` starts it (its Node flags, which expose V8's gc, and its environment), given a

@@ -79,7 +79,7 @@ function slowUpload (port: number): { release: () => void, answer: Promise<{ sta
 
 describe.each([{ how: 'node' as const }, { how: 'npm' as const }])('SIGTERM to `$how`', ({ how }) => {
   it('finishes the request in flight, refuses new connections, ends ExifTool and exits 0', async () => {
-    const server = await startService({ API_KEYS: KEY, TMPDIR: tempRoot, SHUTDOWN_GRACE_MS: '10000' }, how)
+    const server = await startService({ API_KEYS: KEY, TMPDIR: tempRoot, SHUTDOWN_GRACE_MS: '10000' }, { how })
     const upload = slowUpload(server.port)
     // The upload has begun: the server holds an open request, its first half already in the scratch directory
     // (a fixed wait would race a loaded machine: a request not yet read when SIGTERM comes is refused with 503).

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import type { Machine } from './machine.ts'
 import type { Options, PartName } from './options.ts'
 import type { Comparison, SideResult, Target } from './rounds.ts'
-import { median } from './stats.ts'
+import { median } from '../../test/support/stats.ts'
 
 export interface PartResult {
   title: string

@@ -1172,5 +1172,5 @@ export function serverLogFor (logLines: Iterable<string>, requestId: string): st
 }
 
 /** The live child processes of `pid`, with their command names (Linux: /proc). */
-export { childProcesses as childProcessesOf } from '../../bench/support/proc.ts'
+export { childProcesses as childProcessesOf } from './proc.ts'
 export { isAlive } from './processes.ts'

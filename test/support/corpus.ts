@@ -4,8 +4,15 @@ import { basename, join } from 'node:path'
 import sharp from 'sharp'
 import type { ImageFormat } from '../../src/metadata/formats.ts'
 import { SNIFF_HEAD_BYTES, sniffHead } from '../../src/metadata/sniff.ts'
-import { CAMERA_TAGS, ImageFactory, type PictureFormat } from '../../test/support/images.ts'
-import type { HttpRequest } from './load.ts'
+import { CAMERA_TAGS, ImageFactory, type PictureFormat } from './images.ts'
+
+/** One HTTP request as a load generator sends it (autocannon's shape). */
+export interface HttpRequest {
+  method: 'POST' | 'GET'
+  path: string
+  headers: Record<string, string>
+  body?: string | Buffer
+}
 
 export interface CorpusImage {
   name: string
@@ -16,7 +23,7 @@ export interface CorpusImage {
   sized: boolean
 }
 
-/** Images made in code (pixels from sharp or heif-builder, camera tags written by ExifTool), in a temporary folder. */
+/** The bench's and the soak's images, made in code (pixels from sharp or heif-builder, camera tags written by ExifTool), in a temporary folder. */
 export class Corpus {
   readonly #factory = new ImageFactory()
   readonly #dir: string
