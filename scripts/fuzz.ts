@@ -15,7 +15,7 @@
  *    and the service's own defaults for everything else (EXIFTOOL_PROCS = CPU count, 10 s per image, queue 256,
  *    overload refusal at 1 s of event-loop delay, request logging at info, its lines kept in a file here to quote
  *    for failing cases).
- * 3. Case i of seed base S is the same on every run and machine (test/fuzz.test.ts runs cases 0..999 of seed base
+ * 3. Case i of seed base S is the same on every run and machine (test/integration/fuzz.test.ts runs cases 0..999 of seed base
  *    1): base i mod 29, mutation kind in turn, every parameter from a PRNG seeded by (S, i); about one in ten sent
  *    as a JSON data URI, the rest as multipart. Each answer must be < 500, JSON, in the error envelope with
  *    statusCode = the HTTP status when not 200; a request that throws (reset, hang-up) or gets no answer within
