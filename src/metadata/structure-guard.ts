@@ -59,7 +59,8 @@ async function checkJpeg (file: ReadAt, start: number, end: number, tally: Struc
   let at = start + 2
   while (at + 4 <= end) {
     const header = await file(at, 4)
-    if (header[0] !== 0xff) return
+    // Damage ends the walk; what was gathered so far is still checked.
+    if (header[0] !== 0xff) break
     const marker = header[1]!
     // Fill bytes before a marker.
     if (marker === 0xff) {
@@ -72,7 +73,7 @@ async function checkJpeg (file: ReadAt, start: number, end: number, tally: Struc
       continue
     }
     const length = u16(header, 2)
-    if (length === undefined || length < 2) return
+    if (length === undefined || length < 2) break
     const payload = at + 4
     const payloadEnd = Math.min(at + 2 + length, end)
     const prefix = await file(payload, Math.min(SEGMENT_PREFIX_BYTES, payloadEnd - payload))
