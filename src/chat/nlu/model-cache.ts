@@ -15,7 +15,10 @@ const MODEL_FILE = /^[\w-]{32}\.model$/
 const KEPT_MODELS = 4
 
 /** The code that decides what a trained model is: a change to any of it trains again. */
-const TRAINING_SOURCES = ['intent-model.ts', 'text.ts', 'entities.ts', 'dates.ts', 'spelling.ts', 'rejection.ts', 'reading.ts', 'training.ts']
+const TRAINING_SOURCES = [
+  'intent-model.ts', 'word-reader.ts', 'features.ts', 'feature-table.ts', 'logistic-regression.ts', 'scorer.ts', 'model-file.ts',
+  'text.ts', 'entities.ts', 'dates.ts', 'spelling.ts', 'rejection.ts', 'reading.ts', 'training.ts'
+]
 
 export interface CachedTraining {
   trained: TrainedUnderstanding
