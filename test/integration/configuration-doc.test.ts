@@ -2,9 +2,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { EnvSchema } from '../src/config.ts'
-import { runProcess } from './support/processes.ts'
-import { PROJECT_ROOT } from './support/servers.ts'
+import { EnvSchema } from '../../src/config.ts'
+import { runProcess } from '../support/processes.ts'
+import { PROJECT_ROOT } from '../support/servers.ts'
 
 // docs/configuration.md is generated from the env schema (npm run docs:config); this fails when either changed alone.
 let dir: string
