@@ -20,7 +20,7 @@ const KEPT_MODELS = 4
  * A module's static imports, type-only ones left out: `import … from '…'`, `export … from '…'`, `import '…'`. Read
  * from the project's own source, so the statements are at the start of a line.
  */
-const IMPORT = /^(?:import|export)(\s+type\b)?[^;'"]*?\bfrom\s*['"]([^'"]+)['"]|^import\s*['"]([^'"]+)['"]/gm
+const IMPORT = /^(?:import|export)(\s+type\b)?[\w\s{},*$]*?\bfrom\s*['"]([^'"]+)['"]|^import\s*['"]([^'"]+)['"]/gm
 
 export interface CachedTraining {
   trained: TrainedUnderstanding
