@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { checkDomainPack, loadDomainPack } from '../../src/chat/domain-pack/load.ts'
 import type { DomainPack } from '../../src/chat/domain-pack/schema.ts'
-import { cachedTraining } from '../../src/chat/nlu/model-cache.ts'
+import { cachedTraining, trainingCode } from '../../src/chat/nlu/model-cache.ts'
 import { IntentModel } from '../../src/chat/nlu/intent-model.ts'
 import { Understander } from '../../src/chat/nlu/understand.ts'
 
@@ -49,6 +49,18 @@ describe('the model cache', () => {
     expect(cachedTraining(changed, cache, english).source).toBe('trained')
     expect(await readdir(cache)).toHaveLength(2)
     expect(cachedTraining(changed, cache, { ...english, englishWords: 'another-list' }).source).toBe('trained')
+  })
+
+  it('is keyed by the training code found from its imports: every module and package that trains or reads a model', () => {
+    const code = new Map(trainingCode().map(({ name, source }) => [name, source]))
+    for (const module of ['training.ts', 'intent-model.ts', 'word-reader.ts', 'features.ts', 'logistic-regression.ts', 'scorer.ts', 'model-file.ts', 'rejection.ts', 'spelling.ts', 'text.ts', 'entities.ts']) {
+      expect(code.get(`src/chat/nlu/${module}`)).toContain('export ')
+    }
+    expect(code.get('src/chat/intents.ts')).toContain('out_of_scope')
+    expect(code.get('stemmer')).toMatch(/^\d+\.\d+\.\d+/)
+    expect(code.get('chrono-node')).toMatch(/^\d+\.\d+\.\d+/)
+    // Understanding at run time (understand.ts) does not decide what a trained model is.
+    expect(code.has('src/chat/nlu/understand.ts')).toBe(false)
   })
 
   it('keeps the four most recent models and forgets older ones', async () => {

@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { findPackageJSON } from 'node:module'
+import { join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { DomainPack } from '../domain-pack/schema.ts'
 import { loadEnglishWords } from './english.ts'
 import { IntentModel } from './intent-model.ts'
@@ -14,8 +16,11 @@ const MODEL_FILE = /^[\w-]{32}\.model$/
 /** Models kept in the cache: a few packs (or versions of one) at once. */
 const KEPT_MODELS = 4
 
-/** The code that decides what a trained model is: a change to any of it trains again. */
-const TRAINING_SOURCES = ['intent-model.ts', 'text.ts', 'entities.ts', 'dates.ts', 'spelling.ts', 'rejection.ts', 'reading.ts', 'training.ts']
+/**
+ * A module's static imports, type-only ones left out: `import … from '…'`, `export … from '…'`, `import '…'`. Read
+ * from the project's own source, so the statements are at the start of a line.
+ */
+const IMPORT = /^(?:import|export)(\s+type\b)?[\w\s{},*$]*?\bfrom\s*['"]([^'"]+)['"]|^import\s*['"]([^'"]+)['"]/gm
 
 export interface CachedTraining {
   trained: TrainedUnderstanding
@@ -47,8 +52,42 @@ export function cachedTraining (pack: DomainPack, directory: string | undefined,
 function cacheKey (pack: DomainPack, options: TrainingOptions & { englishWords: string }): string {
   const hash = createHash('sha256')
   hash.update(JSON.stringify([trainingExamples(pack), pack.understanding.synonyms, options.seeds ?? null, options.folds ?? null, options.englishWords]))
-  for (const source of TRAINING_SOURCES) hash.update(readFileSync(new URL(source, import.meta.url)))
+  for (const { name, source } of trainingCode()) hash.update(`${name}\n${source}\n`)
   return hash.digest('base64url').slice(0, 32)
+}
+
+/**
+ * The code that decides what a cached model is, found by following the imports of this module (which trains, writes
+ * and reads models): each of our modules (path from the project's root, and source) and each package it reaches
+ * (name, and version). A change to any of it trains again; nothing needs listing by hand.
+ */
+export function trainingCode (): Array<{ name: string, source: string }> {
+  const root = fileURLToPath(new URL('../../../', import.meta.url))
+  const modules = new Map<string, string>()
+  const packages = new Map<string, string>()
+  const visit = (url: URL): void => {
+    const path = fileURLToPath(url)
+    if (modules.has(path)) return
+    const source = readFileSync(path, 'utf8')
+    modules.set(path, source)
+    for (const [, typeOnly, from, bare] of source.matchAll(IMPORT)) {
+      const specifier = from ?? bare!
+      if (typeOnly !== undefined || specifier.startsWith('node:')) continue
+      if (specifier.startsWith('.')) {
+        visit(new URL(specifier, url))
+      } else {
+        const manifest = findPackageJSON(specifier, url)
+        if (manifest === undefined) throw new Error(`${path}: cannot find the package ${specifier}`)
+        const { name, version } = JSON.parse(readFileSync(manifest, 'utf8')) as { name: string, version: string }
+        packages.set(name, version)
+      }
+    }
+  }
+  visit(new URL(import.meta.url))
+  return [
+    ...[...modules].map(([path, source]) => ({ name: relative(root, path), source })),
+    ...[...packages].map(([name, version]) => ({ name, source: version }))
+  ].sort((a, b) => a.name < b.name ? -1 : 1)
 }
 
 function read (file: string, isEnglishWord: TrainingOptions['isEnglishWord']): TrainedUnderstanding | undefined {
