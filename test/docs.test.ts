@@ -3,7 +3,7 @@ import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { API_KEY, createTestApp, listen, type TestApp } from './support/app.ts'
 
-// The docs page in a real browser: Debian's Chromium (.ci/run installs it), driven by playwright-core, which never
+// The docs page in a real browser: Debian's Chromium (npm test installs it), driven by playwright-core, which never
 // downloads a browser of its own.
 const CHROMIUM = '/usr/bin/chromium'
 // As the machine's notes say: without the background-networking flags Chromium keeps trying hosts it cannot reach.
@@ -15,7 +15,7 @@ describe('the docs page at /docs', () => {
   let browser: Browser
 
   beforeAll(async () => {
-    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`).toBe(true)
+    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: npm run test:machine installs it (npm test does)`).toBe(true)
     t = await createTestApp()
     base = await listen(t)
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS })

@@ -31,7 +31,7 @@ function render (template: string, values: Record<string, string>): string {
 }
 
 beforeAll(async () => {
-  expect(NGINX, 'nginx is missing: apt-get install nginx-light (.ci/run does)').toBeDefined()
+  expect(NGINX, 'nginx is missing: npm run test:machine installs it (npm test does)').toBeDefined()
   dir = await mkdtemp(join(tmpdir(), 'chat-metadata-api-gateway-'))
   prefix = `chat-metadata-api-test:${randomUUID()}:`
   const images = new ImageFactory()
