@@ -1,6 +1,7 @@
 import { readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PHOTO_METADATA as PHOTO } from '../schemas/examples.ts'
 import { runProcess } from './support/processes.ts'
 import { PROJECT_ROOT, startService, stopService, type ServiceProcess } from './support/servers.ts'
 
@@ -10,18 +11,6 @@ import { PROJECT_ROOT, startService, stopService, type ServiceProcess } from './
 // `npm run sdk:openapi-fetch` run them as programs, on the project's Node, against the service.
 const KEY = 'sdk-key-3c9e'
 const EXAMPLES = join(PROJECT_ROOT, 'examples/sdk')
-
-/** examples/photo.jpg's metadata, as the README shows it. */
-const PHOTO = {
-  camera: { make: 'NIKON', model: 'COOLPIX P6000' },
-  datetime: '2008-10-22T16:38:20',
-  gps: { latitude: 43.4670816, longitude: 11.8845383, altitude: null },
-  resolution: { width: 640, height: 480 },
-  format: 'jpeg',
-  filesize_kb: 12,
-  filesize_bytes: 11872,
-  provenance: { sha256: '2cf983e10861601d3ecf583baec747bc24226c335d33333c9b21a0c3e8724612', software: null, history: [], digital_source_type: null, content_credentials: null }
-}
 
 interface Printed {
   chat: Array<{ conversation_id: string, intent: string, reply: string, links: Array<{ url: string }> }>
