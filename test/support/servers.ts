@@ -49,11 +49,12 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `node [NODE_FLAGS] src/server.ts` with START_ENV (or `npm start`) in `cwd` on a free port with `env` on top of what every test server
- * needs, and waits until /health/ready answers 200.
+ * Starts `node [NODE_FLAGS] src/server.ts` with START_ENV (or `npm start`) in `cwd` on a free port (or `port`, for a
+ * replacement on a gone process's port) with `env` on top of what every test server needs, and waits until
+ * /health/ready answers 200.
  */
-export async function startService (env: Record<string, string>, how: 'node' | 'npm' = 'node', cwd = PROJECT_ROOT): Promise<ServiceProcess> {
-  const port = await freePort()
+export async function startService (env: Record<string, string>, how: 'node' | 'npm' = 'node', cwd = PROJECT_ROOT, fixedPort?: number): Promise<ServiceProcess> {
+  const port = fixedPort ?? await freePort()
   const fullEnv = {
     PATH: process.env['PATH'],
     HOST: '127.0.0.1',
