@@ -82,5 +82,6 @@ describe('the Dockerfile', () => {
     // Once the service is gone, the same check fails.
     const healthcheck = JSON.parse(/^HEALTHCHECK[^\n]*\\\n\s*CMD (\[.*\])$/m.exec(dockerfile)![1]!) as string[]
     expect((await runProcess(process.execPath, healthcheck.slice(1), { cwd: app, env: { PORT: '1' }, timeoutMs: 10_000 })).exitCode).toBe(1)
-  })
+    // npm ci and a start: tens of seconds alone, minutes on a loaded machine.
+  }, 300_000)
 })

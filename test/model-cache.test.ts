@@ -79,7 +79,7 @@ describe('the model cache', () => {
     expect(notices[1]?.lastTrainingMs).toBeGreaterThan(0)
     cachedTraining(small, undefined, english, (expected) => notices.push(expected))
     expect(notices[2]).toEqual({})
-  })
+  }, 120_000)
 
   it('replaces a damaged file', async () => {
     const cache = join(dir, 'three')

@@ -50,7 +50,7 @@ describe('client SDKs generated from the live OpenAPI document', () => {
       // No type casts and no serializer of one's own.
       expect(source, example).not.toMatch(/\bas [A-Z{(]|\bany\b|@ts-|<[A-Z]\w*>\(|bodySerializer|formDataBodySerializer/)
     }
-  })
+  }, 180_000)
 
   for (const script of ['sdk:hey-api', 'sdk:openapi-fetch']) {
     it(`npm run ${script} chats over two turns, reads metadata as JSON and as multipart, and gets a typed 404`, async () => {
