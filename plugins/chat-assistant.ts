@@ -28,7 +28,9 @@ export interface ChatAssistantOptions {
 async function chatAssistant (fastify: FastifyInstance, options: ChatAssistantOptions): Promise<void> {
   const pack = loadDomainPack(options.domainPack)
   const started = performance.now()
-  const { trained, source, cacheError } = trainedForPack(pack, options.modelCacheDir)
+  const { trained, source, cacheError } = trainedForPack(pack, options.modelCacheDir, ({ lastTrainingMs }) => {
+    fastify.log.info({ lastTrainingMs }, trainingNotice(options.modelCacheDir, lastTrainingMs))
+  })
   fastify.log.info({ source, ms: Math.round(performance.now() - started) }, source === 'cache' ? 'chat model read from the cache' : 'chat model trained')
   if (cacheError !== undefined) fastify.log.warn({ err: cacheError }, 'the trained chat model could not be cached; it is trained again at every start')
   fastify.decorate('chatService', new ChatService({
@@ -38,6 +40,14 @@ async function chatAssistant (fastify: FastifyInstance, options: ChatAssistantOp
     baseUrl: options.supportBaseUrl,
     historyLimit: options.historyLimit
   }))
+}
+
+/** What a start that must train says first: it is slow for a reason, and for about how long. */
+function trainingNotice (modelCacheDir: string | undefined, lastTrainingMs: number | undefined): string {
+  const why = modelCacheDir === undefined ? 'MODEL_CACHE_DIR is empty, so no model is cached' : 'no trained model for this domain pack in the cache'
+  const expect = lastTrainingMs === undefined ? 'usually 10–30 s' : `about ${Math.max(1, Math.round(lastTrainingMs / 1000))} s, as the last training here took`
+  const ahead = modelCacheDir === undefined ? '' : '; `npm run train` trains ahead of a start'
+  return `training the chat model (${why}): expect ${expect}${ahead}`
 }
 
 export default fp(chatAssistant, { name: 'chat-assistant', fastify: '5.x', dependencies: ['conversation-store'] })

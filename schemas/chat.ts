@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { INTENTS } from '../src/chat/intents.ts'
+import { CHAT_REPLY, CHAT_REQUEST } from './examples.ts'
 import { StringEnum } from './string-enum.ts'
 
 /** Largest chat request body; larger ones get 413. */
@@ -43,7 +44,7 @@ export const ChatRequest = Type.Object({
     maxLength: 128,
     description: 'Continue this conversation (from an earlier reply); omit to start a new one'
   }))
-}, { $id: 'ChatRequest', title: 'ChatRequest' })
+}, { $id: 'ChatRequest', title: 'ChatRequest', examples: [CHAT_REQUEST] })
 export type ChatRequest = Static<typeof ChatRequest>
 
 const Intent = StringEnum(INTENTS, { description: 'What the assistant understood the customer wants', examples: ['track_order'] })
@@ -61,7 +62,7 @@ export const ChatReply = Type.Object({
   confidence: Type.Number({ minimum: 0, maximum: 1, description: 'How sure the assistant is of the intent', examples: [0.93] }),
   links: Type.Array(Type.Ref(ChatLink), { description: 'The links the reply mentions, in order (empty when none)' }),
   handoff: Type.Boolean({ description: 'True when the customer should now be routed to a person' })
-}, { $id: 'ChatReply', title: 'ChatReply' })
+}, { $id: 'ChatReply', title: 'ChatReply', examples: [CHAT_REPLY] })
 export type ChatReply = Static<typeof ChatReply>
 
 export const TranscriptTurn = Type.Object({

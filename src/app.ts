@@ -87,7 +87,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(docs, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(exiftoolPool, config.exiftool)
   await app.register(contentCredentials, config.contentCredentials)
-  await app.register(metrics)
+  await app.register(metrics, { exiftoolMaxProcesses: config.exiftool.procs })
   await app.register(conversationStore, {
     ...(chat.redisUrl === undefined ? {} : { redisUrl: chat.redisUrl }),
     redisKeyPrefix: chat.redisKeyPrefix,

@@ -93,7 +93,8 @@ describe('the client address behind a proxy', () => {
 describe('GET /metrics', () => {
   let t: TestApp
 
-  beforeAll(async () => { t = await createTestApp({ rateLimits: { chatPerMinute: 2, metadataPerMinute: 0 } }) })
+  // A pool that may run two ExifTool processes: it starts one, for the readiness probe, and no more until needed.
+  beforeAll(async () => { t = await createTestApp({ rateLimits: { chatPerMinute: 2, metadataPerMinute: 0 }, exiftool: { procs: 2, taskTimeoutMs: 10_000, maxQueue: 64 } }) })
   afterAll(async () => { await t.close() })
 
   async function scrape (): Promise<string> {
@@ -129,6 +130,7 @@ describe('GET /metrics', () => {
     expect(value(text, 'rate_limited_total{route="/v1/chat/send"}')).toBe(1)
     expect(value(text, 'chat_store_errors_total')).toBe(0)
     expect(value(text, 'exiftool_processes')).toBe(1)
+    expect(value(text, 'exiftool_max_processes')).toBe(2)
     expect(value(text, 'exiftool_queue')).toBe(0)
     expect(value(text, 'exiftool_failures_total{kind="timeout"}')).toBe(0)
     // No request carried a manifest: the validator was never asked, and holds no thread.

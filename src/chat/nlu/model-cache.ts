@@ -13,6 +13,8 @@ import { trainingExamples, trainUnderstanding, type TrainedUnderstanding, type T
 export const DEFAULT_MODEL_CACHE = new URL('../../../node_modules/.cache/chat-metadata-api', import.meta.url).pathname
 
 const MODEL_FILE = /^[\w-]{32}\.model$/
+/** How long the last training into the cache took, so that the next one can say what to expect. */
+const LAST_TRAINING_FILE = 'last-training.json'
 /** Models kept in the cache: a few packs (or versions of one) at once. */
 const KEPT_MODELS = 4
 
@@ -30,19 +32,29 @@ export interface CachedTraining {
   cacheError?: Error
 }
 
+/** Told before a training starts (it takes long enough to be worth saying). */
+export type OnTraining = (expected: { lastTrainingMs?: number }) => void
+
 /**
  * The trained understanding of a pack, from the on-disk cache when the same examples, synonyms, options and training
  * code trained it before, else trained now and cached (written atomically, so processes starting together can share
  * a cache). `directory` undefined: no cache.
  */
-export function cachedTraining (pack: DomainPack, directory: string | undefined, options: TrainingOptions & { englishWords: string }): CachedTraining {
-  if (directory === undefined) return { trained: trainUnderstanding(pack, options), source: 'trained' }
+export function cachedTraining (pack: DomainPack, directory: string | undefined, options: TrainingOptions & { englishWords: string }, onTraining?: OnTraining): CachedTraining {
+  if (directory === undefined) {
+    onTraining?.({})
+    return { trained: trainUnderstanding(pack, options), source: 'trained' }
+  }
   const file = join(directory, `${cacheKey(pack, options)}.model`)
   const cached = read(file, options.isEnglishWord)
   if (cached !== undefined) return { trained: cached, source: 'cache' }
+  onTraining?.(lastTraining(directory))
+  const started = performance.now()
   const trained = trainUnderstanding(pack, options)
+  const trainingMs = Math.round(performance.now() - started)
   try {
     write(file, trained)
+    writeFileSync(join(directory, LAST_TRAINING_FILE), JSON.stringify({ ms: trainingMs }))
     return { trained, source: 'trained' }
   } catch (error) {
     return { trained, source: 'trained', cacheError: error as Error }
@@ -90,6 +102,15 @@ export function trainingCode (): Array<{ name: string, source: string }> {
   ].sort((a, b) => a.name < b.name ? -1 : 1)
 }
 
+function lastTraining (directory: string): { lastTrainingMs?: number } {
+  try {
+    const { ms } = JSON.parse(readFileSync(join(directory, LAST_TRAINING_FILE), 'utf8')) as { ms: unknown }
+    return typeof ms === 'number' && ms > 0 ? { lastTrainingMs: ms } : {}
+  } catch {
+    return {}
+  }
+}
+
 function read (file: string, isEnglishWord: TrainingOptions['isEnglishWord']): TrainedUnderstanding | undefined {
   let bytes: Buffer
   try {
@@ -132,7 +153,7 @@ function forgetOldModels (directory: string): void {
 }
 
 /** The trained understanding of a pack as the service uses it: English-guarded spelling, default seeds and folds. */
-export function trainedForPack (pack: DomainPack, directory: string | undefined): CachedTraining {
+export function trainedForPack (pack: DomainPack, directory: string | undefined, onTraining?: OnTraining): CachedTraining {
   const english = loadEnglishWords()
-  return cachedTraining(pack, directory, { isEnglishWord: english.has, englishWords: english.name })
+  return cachedTraining(pack, directory, { isEnglishWord: english.has, englishWords: english.name }, onTraining)
 }
