@@ -50,8 +50,21 @@ const EnvSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   REDIS_KEY_PREFIX: Type.String({ default: 'chat-metadata-api:' }),
   CONVERSATION_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 31_536_000, default: 86_400 }),
-  CONVERSATION_MAX: Type.Integer({ minimum: 1, maximum: 10_000_000, default: DEFAULT_CONVERSATION_MAX }),
-  CONVERSATION_MAX_BYTES: Type.Integer({ minimum: 65_536, maximum: 64 * 1024 * 1024 * 1024, default: DEFAULT_CONVERSATION_MAX_BYTES }),
+  CONVERSATION_MAX: Type.Integer({
+    minimum: 1,
+    maximum: 10_000_000,
+    default: DEFAULT_CONVERSATION_MAX,
+    description: 'In-memory store: conversations kept, of all API keys together. When it is full, the API key holding ' +
+      'the most conversations loses its least recently used one: a key within its share never loses one to another key.'
+  }),
+  CONVERSATION_MAX_BYTES: Type.Integer({
+    minimum: 65_536,
+    maximum: 64 * 1024 * 1024 * 1024,
+    default: DEFAULT_CONVERSATION_MAX_BYTES,
+    description: 'In-memory store: the size of the conversations kept, of all API keys together (as the store estimates it ' +
+      'from their text). When it is full, the API key holding the most loses its least recently used conversations: a key ' +
+      'holding no more than its share (this divided by the keys holding conversations) never loses one to another key.'
+  }),
   CONVERSATION_HISTORY: Type.Integer({ minimum: 2, maximum: 1000, default: 50 }),
   TRUST_PROXY: Type.String({ default: 'false' }),
   RATE_LIMIT_CHAT_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 600 }),
@@ -92,11 +105,11 @@ export interface ChatConfig {
   redisKeyPrefix: string
   /** A conversation is forgotten this long after its last message. */
   conversationTtlMs: number
-  /** In-memory store: conversations kept (least recently used dropped first). */
+  /** In-memory store: conversations kept, of all API keys (the key holding the most loses its least recently used). */
   maxConversations: number
   /**
-   * In-memory store: their total size (least recently used dropped first), as the store estimates it from their text
-   * and a cost per turn and fact (src/chat/conversation-store.ts).
+   * In-memory store: their total size, as the store estimates it from their text and a cost per turn and fact
+   * (src/chat/conversation-store.ts); the key holding the most loses its least recently used first.
    */
   maxConversationBytes: number
   /** Turns kept per conversation. */

@@ -321,3 +321,35 @@ describe('conversations in Redis', () => {
       .rejects.toThrow('Redis at 127.0.0.1:1 cannot be reached')
   })
 })
+
+describe('conversations in memory, one API key filling the store', () => {
+  it('never pushes out another key\'s conversation: the flooder loses its own', async () => {
+    // 1 MiB of conversations; the flood is 40 conversations of about 52 KB each (as the store counts them).
+    const t = await createTestApp({ ...chatConfig('unused:', false), chat: { ...chatConfig('unused:', false).chat!, maxConversationBytes: 1024 * 1024 } })
+    try {
+      const base = await listen(t)
+      const post = async (key: string, body: Record<string, unknown>): Promise<ChatBody> => {
+        const response = await fetch(`${base}/v1/chat/send`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body)
+        })
+        expect(response.status).toBe(200)
+        return await response.json() as ChatBody
+      }
+      const transcript = async (key: string, id: string, userId: string): Promise<number> =>
+        (await fetch(`${base}/v1/chat/conversations/${id}?user_id=${userId}`, { headers: { authorization: `Bearer ${key}` } })).status
+      const victim = await post(OTHER_KEY, { message: 'where is order A-1?', user_id: 'victim' })
+      const flood: string[] = []
+      for (let index = 0; index < 40; index++) {
+        const context = Object.fromEntries(Array.from({ length: 49 }, (_, member) => [`m${member}`, 'v'.repeat(1000)]))
+        flood.push((await post(API_KEY, { message: 'hi', user_id: `flood-${index}`, context })).conversation_id)
+      }
+      expect(await transcript(OTHER_KEY, victim.conversation_id, 'victim')).toBe(200)
+      expect(await transcript(API_KEY, flood[0]!, 'flood-0')).toBe(404)
+      expect(await transcript(API_KEY, flood.at(-1)!, 'flood-39')).toBe(200)
+    } finally {
+      await t.close()
+    }
+  })
+})

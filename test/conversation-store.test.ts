@@ -150,6 +150,53 @@ describe('in-memory store', () => {
     expect(await store.load(saved[2]!.id)).toBeDefined()
   })
 
+  describe('one API key filling the store', () => {
+    const of = (owner: string, text = 'x'.repeat(10_000)): Conversation => ({ ...conversation(), ownerKey: owner, turns: [turn(text)] })
+
+    it('pushes out its own conversations, never another key\'s within its share', async () => {
+      // Nine such conversations fit.
+      const store = new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1000, maxBytes: 105_000 })
+      const victim = of('victim')
+      await saveNew(store, victim)
+      const flood = Array.from({ length: 50 }, () => of('flooder'))
+      for (const one of flood) await saveNew(store, one)
+      expect(await store.load(victim.id)).toBeDefined()
+      // What fits of the flooder's is its most recent; the oldest went.
+      expect(await store.load(flood[0]!.id)).toBeUndefined()
+      expect(await store.load(flood.at(-1)!.id)).toBeDefined()
+      // The victim's conversation goes on being saved, and stays.
+      const loaded = (await store.load(victim.id, 1))!
+      loaded.turns.push(turn('still here'))
+      await store.save(loaded, withNewTurns(1))
+      for (const one of Array.from({ length: 20 }, () => of('flooder'))) await saveNew(store, one)
+      expect((await store.load(victim.id))?.turns.map((kept) => kept.text)).toEqual([victim.turns[0]!.text, 'still here'])
+    })
+
+    it('by count as by size', async () => {
+      const store = new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 10, maxBytes: 1024 * 1024 })
+      const victims = [of('victim', 'a'), of('victim', 'b')]
+      for (const one of victims) await saveNew(store, one)
+      const flood = Array.from({ length: 30 }, () => of('flooder', 'f'))
+      for (const one of flood) await saveNew(store, one)
+      for (const one of victims) expect(await store.load(one.id)).toBeDefined()
+      const kept = await Promise.all(flood.map(async (one) => await store.load(one.id) !== undefined))
+      expect(kept).toEqual([...Array.from({ length: 22 }, () => false), ...Array.from({ length: 8 }, () => true)])
+    })
+
+    it('a key beyond its share loses its least recently used first, whoever writes', async () => {
+      // Nine such conversations fit; two keys are each sure of four. The big one holds more; the small one's new
+      // conversations push out the big one's oldest.
+      const store = new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1000, maxBytes: 105_000 })
+      const big = Array.from({ length: 8 }, () => of('big'))
+      for (const one of big) await saveNew(store, one)
+      const small = Array.from({ length: 4 }, () => of('small'))
+      for (const one of small) await saveNew(store, one)
+      for (const one of small) expect(await store.load(one.id)).toBeDefined()
+      const bigKept = await Promise.all(big.map(async (one) => await store.load(one.id) !== undefined))
+      expect(bigKept).toEqual([false, false, false, true, true, true, true, true])
+    })
+  })
+
   it('counts a conversation growing message by message, by its text and a cost per turn and fact', async () => {
     const one = conversation()
     const longer = { ...one, turns: [...one.turns, turn('x'.repeat(1000)), turn('y'.repeat(500), 'assistant')] }

@@ -30,12 +30,9 @@ export interface NewTurns {
 
 export interface MemoryStoreOptions {
   ttlMs: number
-  /** Conversations kept; the least recently used goes first. */
+  /** Conversations kept, of all API keys together. */
   maxConversations: number
-  /**
-   * Their total size as `conversationBytes` estimates it: the least recently used go first when a new one would
-   * pass it.
-   */
+  /** Their total size, as `conversationBytes` estimates it, of all API keys together. */
   maxBytes: number
   /** The clock TTLs are measured with (tests pass their own). */
   clock?: { now: () => number }
@@ -68,31 +65,90 @@ export function conversationBytes (conversation: Conversation): number {
  * One process's conversations, in memory: the default, for a single replica. Conversations are kept as objects,
  * never serialised; the store keeps its own copy, whose turns are frozen (a turn never changes once said, so copies
  * share them), and hands out copies of it.
+ *
+ * Each API key (a conversation's `ownerKey`) has its own least-recently-used list. When the store is full (by count
+ * or by size), the key holding the most loses its least recently used conversation, until the store fits: a key
+ * holding no more than its share (the store divided by the keys that hold conversations) never loses one to
+ * another key's traffic, so one key holder filling the store pushes out only their own.
  */
 export class MemoryConversationStore implements ConversationStore {
-  readonly #cache: LRUCache<string, Conversation>
+  readonly #options: MemoryStoreOptions
+  readonly #owners = new Map<string, LRUCache<string, Conversation>>()
 
   constructor (options: MemoryStoreOptions) {
-    this.#cache = new LRUCache({
-      max: options.maxConversations,
-      maxSize: options.maxBytes,
-      ttl: options.ttlMs,
-      ...(options.clock === undefined ? {} : { perf: options.clock, ttlResolution: 0 })
-    })
+    this.#options = options
   }
 
   async load (id: string, recentTurns?: number): Promise<Conversation | undefined> {
-    const stored = this.#cache.get(id)
+    let stored: Conversation | undefined
+    for (const conversations of this.#owners.values()) {
+      stored = conversations.get(id)
+      if (stored !== undefined) break
+    }
     if (stored === undefined) return undefined
     return copyOf(stored, recentTurns === undefined ? stored.turns.slice() : lastOf(stored.turns, recentTurns).slice())
   }
 
-  async save (conversation: Conversation, { newTurns, historyLimit }: NewTurns): Promise<void> {
-    const turns = [...this.#cache.peek(conversation.id)?.turns ?? []]
+  async save (conversation: Conversation, turns: NewTurns): Promise<void> {
+    this.#store(conversation, turns)
+  }
+
+  #store (conversation: Conversation, { newTurns, historyLimit }: NewTurns): void {
+    let previous: Conversation | undefined
+    for (const [owner, conversations] of this.#owners) {
+      previous = conversations.peek(conversation.id)
+      if (previous === undefined) continue
+      if (owner !== conversation.ownerKey) conversations.delete(conversation.id)
+      break
+    }
+    const turns = [...previous?.turns ?? []]
     for (const turn of lastOf(conversation.turns, newTurns)) turns.push(Object.isFrozen(turn) ? turn : Object.freeze({ ...turn }))
     turns.splice(0, turns.length - historyLimit)
     const stored = copyOf(conversation, turns)
-    this.#cache.set(stored.id, stored, { size: conversationBytes(stored) })
+    this.#conversationsOf(stored.ownerKey).set(stored.id, stored, { size: conversationBytes(stored) })
+    this.#fit(stored.ownerKey)
+  }
+
+  #conversationsOf (owner: string): LRUCache<string, Conversation> {
+    let conversations = this.#owners.get(owner)
+    if (conversations === undefined) {
+      // Bounded by the store's size (a conversation larger than it is not kept); the count is bounded in #fit.
+      conversations = new LRUCache({
+        maxSize: this.#options.maxBytes,
+        ttl: this.#options.ttlMs,
+        ...(this.#options.clock === undefined ? {} : { perf: this.#options.clock, ttlResolution: 0 })
+      })
+      this.#owners.set(owner, conversations)
+    }
+    return conversations
+  }
+
+  /** Drops conversations until the store fits: each time the least recently used of the key holding the most. */
+  #fit (writer: string): void {
+    let count = 0
+    let bytes = 0
+    for (const conversations of this.#owners.values()) {
+      count += conversations.size
+      bytes += conversations.calculatedSize
+    }
+    while (count > this.#options.maxConversations || bytes > this.#options.maxBytes) {
+      const bySize = bytes > this.#options.maxBytes
+      let heaviest: LRUCache<string, Conversation> | undefined
+      let most = -1
+      for (const [owner, conversations] of this.#owners) {
+        const held = bySize ? conversations.calculatedSize : conversations.size
+        // On a tie, the key that wrote loses its own.
+        if (held > most || (held === most && owner === writer)) {
+          heaviest = conversations
+          most = held
+        }
+      }
+      const before = heaviest!.calculatedSize
+      heaviest!.pop()
+      count--
+      bytes -= before - heaviest!.calculatedSize
+    }
+    for (const [owner, conversations] of this.#owners) if (conversations.size === 0) this.#owners.delete(owner)
   }
 }
 
