@@ -6,6 +6,7 @@ import { configDefaults, defineConfig } from 'vitest/config'
  */
 const UNIT = [
   'test/content-credentials.test.ts',
+  'test/conversation-facts.test.ts',
   'test/dialogue-policy.test.ts',
   'test/error-envelope.test.ts',
   'test/idle-collection.test.ts',

@@ -100,7 +100,8 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     ...(chat.domainPack === undefined ? {} : { domainPack: chat.domainPack }),
     ...(chat.modelCacheDir === undefined ? {} : { modelCacheDir: chat.modelCacheDir }),
     supportBaseUrl: chat.supportBaseUrl,
-    historyLimit: chat.historyLimit
+    historyLimit: chat.historyLimit,
+    factLimits: chat.factLimits
   })
   await app.register(health)
   await app.register(async function v1 (api) {

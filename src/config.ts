@@ -4,6 +4,7 @@ import { isIP } from 'node:net'
 import { availableParallelism, tmpdir } from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { envSchema } from 'env-schema'
+import { DEFAULT_FACT_LIMITS, type FactLimits } from './chat/conversation-facts.ts'
 import { DEFAULT_MODEL_CACHE } from './chat/nlu/model-cache.ts'
 import { parseTrustAnchors, type ContentCredentialsConfig } from './metadata/provenance/c2pa-verifier.ts'
 
@@ -66,6 +67,20 @@ const EnvSchema = Type.Object({
       'holding no more than its share (this divided by the keys holding conversations) never loses one to another key.'
   }),
   CONVERSATION_HISTORY: Type.Integer({ minimum: 2, maximum: 1000, default: 50 }),
+  CONVERSATION_MAX_FACTS: Type.Integer({
+    minimum: 10,
+    maximum: 10_000,
+    default: DEFAULT_FACT_LIMITS.count,
+    description: 'Facts one conversation remembers at most: request context members and what the customer wrote (order ' +
+      'number, e-mail, purchase date). Beyond it, the least recently given are forgotten; the request is never refused for it.'
+  }),
+  CONVERSATION_MAX_FACT_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 16 * 1024 * 1024,
+    default: DEFAULT_FACT_LIMITS.bytes,
+    description: 'Size of the facts one conversation remembers at most, each name and value counted as JSON in UTF-8 bytes. ' +
+      'Beyond it, the least recently given are forgotten; the request is never refused for it.'
+  }),
   TRUST_PROXY: Type.String({ default: 'false' }),
   RATE_LIMIT_CHAT_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 600 }),
   RATE_LIMIT_METADATA_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 120 }),
@@ -114,6 +129,8 @@ export interface ChatConfig {
   maxConversationBytes: number
   /** Turns kept per conversation. */
   historyLimit: number
+  /** Facts a conversation remembers, by count and size: the least recently given are forgotten first. */
+  factLimits: FactLimits
 }
 
 /**
@@ -258,7 +275,8 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
       conversationTtlMs: env.CONVERSATION_TTL_SECONDS * 1000,
       maxConversations: env.CONVERSATION_MAX,
       maxConversationBytes: env.CONVERSATION_MAX_BYTES,
-      historyLimit: env.CONVERSATION_HISTORY
+      historyLimit: env.CONVERSATION_HISTORY,
+      factLimits: { count: env.CONVERSATION_MAX_FACTS, bytes: env.CONVERSATION_MAX_FACT_BYTES }
     },
     ...(generatedDevKey === undefined ? {} : { generatedDevKey })
   }

@@ -264,6 +264,38 @@ describe.each([
     expect(await response.json()).toMatchObject({ code: 'CONVERSATION_NOT_FOUND', message: 'Conversation not found' })
   })
 
+  describe('what a conversation remembers of the context is bounded (CONVERSATION_MAX_FACTS, CONVERSATION_MAX_FACT_BYTES)', () => {
+    /** 49 new members of 1,000 characters: about 50 KB, within one request's limits. */
+    const newMembers = (message: number): Record<string, string> =>
+      Object.fromEntries(Array.from({ length: 49 }, (_, member) => [`m${message}_${member}`, 'v'.repeat(1000)]))
+
+    it('forgets the least recently given first: what comes with every message stays', async () => {
+      const forgetting = await send({ message: 'hi!', context: { customer_name: 'Priya' } })
+      const remembering = await send({ message: 'hi!', context: { customer_name: 'Priya' } })
+      for (let message = 0; message < 3; message++) {
+        await send({ message: 'where is my order?', conversation_id: forgetting.conversation_id, context: newMembers(message) })
+        await send({ message: 'where is my order?', conversation_id: remembering.conversation_id, context: { customer_name: 'Priya', ...newMembers(message) } })
+      }
+      expect((await send({ message: 'hi!', conversation_id: remembering.conversation_id })).reply).toMatch(/Priya/)
+      expect((await send({ message: 'hi!', conversation_id: forgetting.conversation_id })).reply).not.toMatch(/Priya/)
+    })
+
+    it.runIf(redis)('keeps the stored conversation small however many new members come', async () => {
+      const { conversation_id: id } = await send({ message: 'hello' })
+      for (let message = 0; message < 5; message++) await send({ message: 'where is my order?', conversation_id: id, context: newMembers(message) })
+      const client = new Redis(REDIS_URL)
+      try {
+        const state = JSON.parse((await client.get(`${prefix}conversation:${id}`))!) as { facts: Record<string, unknown> }
+        expect(Buffer.byteLength(JSON.stringify(state.facts))).toBeLessThanOrEqual(65_536)
+        // Before the bound: five messages' 245 members, 250 KB.
+        expect(await client.strlen(`${prefix}conversation:${id}`)).toBeLessThan(66_000)
+        expect(Object.keys(state.facts).slice(-49)).toEqual(Object.keys(newMembers(4)))
+      } finally {
+        client.disconnect()
+      }
+    })
+  })
+
   it('answers at the /api/v1 alias too', async () => {
     const response = await post({ message: 'how can I pay', user_id: 'customer-1' }, { path: '/api/v1/chat/send' })
     expect(response.status).toBe(200)

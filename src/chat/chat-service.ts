@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { utcDate } from './calendar.ts'
+import { boundFacts, DEFAULT_FACT_LIMITS, type FactLimits } from './conversation-facts.ts'
 import type { ConversationStore } from './conversation-store.ts'
 import type { Conversation } from './dialogue/conversation.ts'
 import { DialoguePolicy, type Decision, type RequestContext } from './dialogue/policy.ts'
@@ -20,6 +21,8 @@ export interface ChatServiceOptions {
   baseUrl: string
   /** Turns kept per conversation; older ones are dropped. */
   historyLimit: number
+  /** Facts a conversation remembers at most (the least recently given go first); DEFAULT_FACT_LIMITS when not given. */
+  factLimits?: FactLimits
   now?: () => Date
   /** Picks among usable reply templates; injectable so that tests can be exact. */
   random?: () => number
@@ -55,6 +58,7 @@ export class ChatService {
   readonly #renderer: ReplyRenderer
   readonly #store: ConversationStore
   readonly #historyLimit: number
+  readonly #factLimits: FactLimits
   readonly #now: () => Date
 
   constructor (options: ChatServiceOptions) {
@@ -64,6 +68,7 @@ export class ChatService {
     this.#renderer = new ReplyRenderer(options.pack, { baseUrl: options.baseUrl, ...(options.random === undefined ? {} : { random: options.random }) })
     this.#store = options.store
     this.#historyLimit = options.historyLimit
+    this.#factLimits = options.factLimits ?? DEFAULT_FACT_LIMITS
     this.#now = options.now ?? (() => new Date())
   }
 
@@ -77,13 +82,14 @@ export class ChatService {
 
     const understanding = this.understander.understand(input.message, today)
     const previousTurn = conversation.turns.findLast((turn) => turn.role === 'assistant')
-    const decision = this.#policy.decide({ ...conversation, ...(previousTurn === undefined ? {} : { previousIntent: previousTurn.intent }) }, understanding, input.context ?? {}, today)
+    const context = input.context ?? {}
+    const decision = this.#policy.decide({ ...conversation, ...(previousTurn === undefined ? {} : { previousIntent: previousTurn.intent }) }, understanding, context, today)
     const previous = previousTurn?.text
     const reply = this.#renderer.render({ groups: this.#replyGroups(decision), facts: decision.facts, today, ...(previous === undefined ? {} : { previous }) })
     // Unreachable with a checked pack: every intent has a default template that needs no context, and so do fallbacks.
     if (reply === undefined) throw new Error(`No usable reply for intent ${decision.intent}`)
 
-    conversation.facts = decision.facts
+    conversation.facts = boundFacts(conversation.facts, decision.facts, Object.keys(context), this.#factLimits)
     conversation.misunderstoodInARow = decision.misunderstoodInARow
     if (decision.topic === undefined) delete conversation.topic
     else conversation.topic = decision.topic
