@@ -4,9 +4,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { commonErrors, errorResponse } from '../schemas/error.ts'
 import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams, TranscriptQuery } from '../schemas/chat.ts'
-import { ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
+import { ConversationBusy, ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
 import { perMinute } from './rate-limit.ts'
-import { ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError, withCause } from '../src/errors.ts'
+import { ConversationBusyError, ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError, withCause } from '../src/errors.ts'
 
 export interface ChatRoutesOptions {
   /** Requests per minute per API key on each chat route; 0: no limit. */
@@ -41,6 +41,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
         200: Type.Ref(ChatReply, { description: "The assistant's reply, with the conversation id to send back" }),
         400: errorResponse('Bad Request (VALIDATION_ERROR, INVALID_JSON): the body is not valid JSON, or breaks the schema; the message names the field and the rule'),
         404: errorResponse('Not Found (CONVERSATION_NOT_FOUND): the conversation_id is unknown, has expired, or belongs to another API key or user_id'),
+        409: errorResponse('Conflict (CONVERSATION_BUSY): other messages to the conversation kept being answered at the same time, and this one was not applied; send it again after the Retry-After delay'),
         413: errorResponse(`Payload Too Large (BODY_TOO_LARGE): the body is larger than ${CHAT_BODY_LIMIT} bytes`),
         415: errorResponse('Unsupported Media Type (UNSUPPORTED_CONTENT_TYPE): the body is not application/json'),
         ...commonErrors
@@ -103,6 +104,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
 /** The chat domain's failures as the service's errors; the envelope renders them. */
 function toWireError (error: FastifyError): Error {
   if (error instanceof ConversationNotFound) return new ConversationNotFoundError()
+  if (error instanceof ConversationBusy) return withCause(new ConversationBusyError(), error)
   if (error instanceof ConversationStoreUnavailable) {
     return withCause(new ConversationStoreUnavailableError(), error)
   }

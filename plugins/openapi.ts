@@ -13,6 +13,9 @@ const ERROR_RESPONSE_HEADERS: Record<string, Json> = {
   401: {
     'WWW-Authenticate': { description: 'The scheme to authenticate with', schema: { type: 'string', enum: ['Bearer'] } }
   },
+  409: {
+    'Retry-After': { description: 'Seconds to wait before sending again', schema: { type: 'integer', minimum: 0 } }
+  },
   429: {
     'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
     'RateLimit-Limit': { description: 'Requests allowed per minute for this API key', schema: { type: 'integer', minimum: 0 } },

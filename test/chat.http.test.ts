@@ -354,6 +354,98 @@ describe('conversations in Redis', () => {
   })
 })
 
+describe('messages sent at once to one conversation', () => {
+  const prefix = `chat-metadata-api-test:${randomUUID()}:`
+  afterAll(async () => { await deleteKeys(prefix) })
+
+  /**
+   * Ten messages at once, alternating between `replicas`, each with a context member of its own and the first with
+   * the order: every one is answered, and every one is remembered.
+   */
+  async function sendAtOnce (replicas: string[]): Promise<void> {
+    const post = async (base: string, body: Record<string, unknown>): Promise<ChatBody> => {
+      const response = await fetch(`${base}/v1/chat/send`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ user_id: 'customer-1', ...body })
+      })
+      expect(response.status, await response.clone().text()).toBe(200)
+      return await response.json() as ChatBody
+    }
+    for (let round = 0; round < 3; round++) {
+      const { conversation_id: id } = await post(replicas[0]!, { message: 'hello' })
+      const order = `R-${round}${randomUUID().slice(0, 4)}`
+      const messages = Array.from({ length: 10 }, (_, index) => `question number ${index}`)
+      await Promise.all(messages.map(async (message, index) => await post(replicas[index % replicas.length]!, {
+        message,
+        conversation_id: id,
+        context: index === 0 ? { order_id: order } : { [`note_${index}`]: 'x' }
+      })))
+      const transcript = await (await fetch(`${replicas[1 % replicas.length]}/v1/chat/conversations/${id}?user_id=customer-1`, { headers: { authorization: `Bearer ${API_KEY}` } })).json() as { turns: Array<{ role: string, text: string }> }
+      // Each message and its reply, one pair after another, none missing.
+      expect(transcript.turns.map((turn) => turn.role)).toEqual(Array.from({ length: 11 }, () => ['customer', 'assistant']).flat())
+      expect(transcript.turns.filter((turn) => turn.role === 'customer').map((turn) => turn.text).sort()).toEqual(['hello', ...messages].sort())
+      // The order, given by one of them, is remembered whatever the others did.
+      expect((await post(replicas[1 % replicas.length]!, { message: 'where is my order?', conversation_id: id })).reply).toContain(order)
+    }
+  }
+
+  it('in Redis, through two replicas: each is applied in turn, none lost', async () => {
+    const config = { ...chatConfig(prefix, true), chat: { ...chatConfig(prefix, true).chat!, historyLimit: 50 } }
+    const replicas = [await createTestApp(config), await createTestApp(config)]
+    try {
+      await sendAtOnce(await Promise.all(replicas.map(listen)))
+    } finally {
+      for (const replica of replicas) await replica.close()
+    }
+  })
+
+  it('in Redis, when other writes keep coming first: 409 CONVERSATION_BUSY with Retry-After, the message not applied', async () => {
+    const t = await createTestApp(chatConfig(prefix, true))
+    const client = new Redis(REDIS_URL)
+    try {
+      const base = await listen(t)
+      const headers = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' }
+      const first = await (await fetch(`${base}/v1/chat/send`, { method: 'POST', headers, body: JSON.stringify({ message: 'hello', user_id: 'customer-1' }) })).json() as ChatBody
+      // Another replica storing a message between this one's every read and write, made certain: the app's own store
+      // runs each change after a real write to the conversation's version in the real Redis.
+      const store = t.app.conversationStore
+      const update = store.update.bind(store)
+      store.update = async (id, change, options) => await update(id, async (conversation) => {
+        await client.incr(`${prefix}conversation:${id}:version`)
+        return await change(conversation)
+      }, options)
+      const response = await fetch(`${base}/v1/chat/send`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ message: 'where is order A-1?', user_id: 'customer-1', conversation_id: first.conversation_id })
+      })
+      expect(response.status).toBe(409)
+      expect(response.headers.get('retry-after')).toBe('1')
+      expect(await response.json()).toEqual({
+        statusCode: 409,
+        code: 'CONVERSATION_BUSY',
+        error: 'Conflict',
+        message: 'Other messages to this conversation were being answered at the same time; send this one again after the Retry-After delay'
+      })
+      const transcript = await (await fetch(`${base}/v1/chat/conversations/${first.conversation_id}?user_id=customer-1`, { headers })).json() as { turns: unknown[] }
+      expect(transcript.turns).toHaveLength(2)
+    } finally {
+      client.disconnect()
+      await t.close()
+    }
+  })
+
+  it('in memory: each is applied in turn, none lost', async () => {
+    const t = await createTestApp({ ...chatConfig(prefix, false), chat: { ...chatConfig(prefix, false).chat!, historyLimit: 50 } })
+    try {
+      await sendAtOnce([await listen(t)])
+    } finally {
+      await t.close()
+    }
+  })
+})
+
 describe('conversations in memory, one API key filling the store', () => {
   it('never pushes out another key\'s conversation: the flooder loses its own', async () => {
     // 1 MiB of conversations; the flood is 40 conversations of about 52 KB each (as the store counts them).

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { boundFacts, DEFAULT_FACT_LIMITS } from '../src/chat/conversation-facts.ts'
 import type { Fact } from '../src/chat/dialogue/conversation.ts'
+import { SerialByKey } from '../src/chat/serial-by-key.ts'
 
 const members = (prefix: string, count: number, value: Fact = 'x'): Record<string, Fact> =>
   Object.fromEntries(Array.from({ length: count }, (_, index) => [`${prefix}${index}`, value]))
@@ -49,5 +50,31 @@ describe('boundFacts', () => {
     expect(kept.slice(-49)).toEqual(Array.from({ length: 49 }, (_, member) => `m399_${member}`))
     expect(kept.slice(0, -49).every((name) => name.startsWith('m398_'))).toBe(true)
     expect(kept).not.toContain('order_id')
+  })
+})
+
+describe('SerialByKey', () => {
+  it('runs the tasks of one key in turn, in the order they came; other keys alongside', async () => {
+    const serial = new SerialByKey()
+    const events: string[] = []
+    const task = (name: string, ms: number) => async (): Promise<string> => {
+      events.push(`start ${name}`)
+      await new Promise((resolve) => setTimeout(resolve, ms))
+      events.push(`end ${name}`)
+      return name
+    }
+    const results = await Promise.all([serial.run('a', task('a1', 20)), serial.run('a', task('a2', 1)), serial.run('b', task('b1', 5))])
+    expect(results).toEqual(['a1', 'a2', 'b1'])
+    expect(events).toEqual(['start a1', 'start b1', 'end b1', 'end a1', 'start a2', 'end a2'])
+    expect(serial.size).toBe(0)
+  })
+
+  it('a task that fails fails alone: the next of its key still runs', async () => {
+    const serial = new SerialByKey()
+    const failing = serial.run('a', async () => { throw new Error('first') })
+    const next = serial.run('a', async () => 'second')
+    await expect(failing).rejects.toThrow('first')
+    expect(await next).toBe('second')
+    expect(serial.size).toBe(0)
   })
 })

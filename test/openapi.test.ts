@@ -187,9 +187,11 @@ describe('GET /openapi.json', () => {
     expect(operation.operationId).toBe('sendChatMessage')
     expect(operation.security).toBeUndefined()
     expect(operation.requestBody?.content['application/json']?.schema.$ref).toBe('#/components/schemas/ChatRequest')
-    expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '404', '413', '415', '429', '500', '503'])
+    expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '404', '409', '413', '415', '429', '500', '503'])
     expect(operation.responses['200']?.content?.['application/json']?.schema.$ref).toBe('#/components/schemas/ChatReply')
     expect(operation.responses['404']?.description).toMatch(/conversation/)
+    expect(operation.responses['409']?.description).toMatch(/CONVERSATION_BUSY/)
+    expect(Object.keys(operation.responses['409']?.headers ?? {})).toEqual(['Retry-After'])
     const reply = document.components.schemas['ChatReply'] as { required: string[], properties: Record<string, { enum?: string[] }> }
     expect(reply.required.sort()).toEqual(['confidence', 'conversation_id', 'handoff', 'intent', 'links', 'reply', 'timestamp'])
     expect(reply.properties['intent']?.enum).toHaveLength(31)
