@@ -81,7 +81,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(jsonBody)
   await app.register(securityHeaders)
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
-  await app.register(docs, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
+  await app.register(docs)
   await app.register(exiftoolPool, config.exiftool)
   await app.register(contentCredentials, config.contentCredentials)
   await app.register(metrics)
