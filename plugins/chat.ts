@@ -114,7 +114,11 @@ function toWireError (error: FastifyError): Error {
 /** Validation messages that say the rule in words where ajv's would quote a pattern or a format name. */
 function clearerValidationError (error: FastifyError): Error {
   const issue = error.validation?.[0]
-  if (error.validationContext !== 'body' || issue === undefined) return error
+  if (issue === undefined) return error
+  if (issue.instancePath === '/user_id' && (issue.keyword === 'pattern' || issue.keyword === 'not')) {
+    return new ValidationError(`${error.validationContext ?? 'body'}/user_id must contain a visible character, and no control character (such as NUL or a line break)`)
+  }
+  if (error.validationContext !== 'body') return error
   if (issue.instancePath === '/message' && issue.keyword === 'pattern') {
     return new ValidationError('body/message must not be blank')
   }
