@@ -144,7 +144,7 @@ export const EnvSchema = Type.Object({
     minimum: 1024,
     maximum: 16 * 1024 * 1024,
     default: DEFAULT_FACT_LIMITS.bytes,
-    description: 'Size of the facts one conversation remembers at most (64 KiB), each name and value counted as JSON in UTF-8 bytes. Beyond it the least recently given are forgotten; the request is never refused for it.'
+    description: 'Size of the facts one conversation remembers at most (64 KiB), counted as the characters of each name and value and 6 for their JSON (a character is a byte for Latin text). Beyond it the least recently given are forgotten; the request is never refused for it.'
   }),
   TRUST_PROXY: Type.String({
     default: 'false',

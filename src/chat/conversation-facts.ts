@@ -4,7 +4,7 @@ import type { Fact } from './dialogue/conversation.ts'
 export interface FactLimits {
   /** Facts kept at most. */
   count: number
-  /** Their size at most, as stored: each name and value as JSON, in UTF-8 bytes. */
+  /** Their size at most: the characters of each name and value, and 6 for the JSON around them. */
   bytes: number
 }
 
@@ -40,7 +40,11 @@ export function boundFacts (before: Readonly<Record<string, Fact>>, after: Reado
   return kept
 }
 
-/** A fact's name and value as JSON, in UTF-8 bytes: what it adds to the stored conversation, give or take a comma. */
+/**
+ * A fact's size: the characters of its name and value, and 6 for the quotes, colon and comma of their JSON. A
+ * character is a byte for Latin text; escapes and other scripts take more as stored, up to 6 bytes a character.
+ * Counted so because measuring UTF-8 or JSON would cost more than the rest of a message's work.
+ */
 function factBytes (name: string, value: Fact): number {
-  return Buffer.byteLength(JSON.stringify(name)) + Buffer.byteLength(JSON.stringify(value)) + 2
+  return name.length + (typeof value === 'string' ? value.length : String(value).length) + 6
 }

@@ -27,14 +27,14 @@ describe('boundFacts', () => {
     expect(Object.keys(kept)).toEqual(['old2', 'old3', 'customer_name', 'new0', 'new1'])
   })
 
-  it('beyond the size, counted as JSON in UTF-8 bytes, forgets the least recently given first', () => {
-    const before = { a: 'x'.repeat(1000), b: 'é'.repeat(500) }
+  it('beyond the size, counted in characters of names and values and 6 for their JSON, forgets the least recently given first', () => {
+    const before = { a: 'x'.repeat(1000), b: 'é'.repeat(500), n: 12_345 }
     const after = { ...before, c: 'y'.repeat(1000) }
-    // "a":"x…" is 3 + 1002 bytes, "b":"é…" 3 + 1002, "c":"y…" 3 + 1002; each with its comma and colon, 1,007.
-    expect(Object.keys(boundFacts(before, after, ['c'], { count: 100, bytes: 3 * 1007 }))).toEqual(['a', 'b', 'c'])
-    expect(Object.keys(boundFacts(before, after, ['c'], { count: 100, bytes: 3 * 1007 - 1 }))).toEqual(['b', 'c'])
-    // A quote is two bytes in JSON.
-    expect(Object.keys(boundFacts({}, { q: '"'.repeat(600), r: 'x' }, ['q', 'r'], { count: 100, bytes: 1000 }))).toEqual(['r'])
+    // a: 1 + 1000 + 6; b: 1 + 500 + 6; n: 1 + 5 + 6; c: 1 + 1000 + 6.
+    const all = 1007 + 507 + 12 + 1007
+    expect(Object.keys(boundFacts(before, after, ['c'], { count: 100, bytes: all }))).toEqual(['a', 'b', 'n', 'c'])
+    expect(Object.keys(boundFacts(before, after, ['c'], { count: 100, bytes: all - 1 }))).toEqual(['b', 'n', 'c'])
+    expect(Object.keys(boundFacts(before, after, ['c'], { count: 100, bytes: all - 1007 - 1 }))).toEqual(['n', 'c'])
   })
 
   it('keeps the conversation bounded however many new members each message brings', () => {
