@@ -74,17 +74,19 @@ export class ChatService {
   }
 
   async send (input: SendMessage): Promise<SentReply> {
-    // What the message says does not depend on the conversation: understood once, however often it is applied.
     const received = this.#now()
-    const understanding = this.understander.understand(input.message, utcDate(received))
     if (input.conversationId === undefined) {
       const conversation = newConversation(input.owner, input.userId, received.toISOString())
-      const sent = this.#answer(conversation, input, understanding, received)
+      const sent = this.#answer(conversation, input, this.understander.understand(input.message, utcDate(received)), received)
       await this.#store.save(conversation, { newTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
       return sent
     }
+    // What the message says does not depend on the conversation: understood once (once it is found), however often
+    // the message is applied.
+    let understanding: Understanding | undefined
     return await this.#store.update(input.conversationId, (conversation) => {
       if (!owns(conversation, input.owner, input.userId)) throw new ConversationNotFound()
+      understanding ??= this.understander.understand(input.message, utcDate(received))
       // Applied again after another message came first: its time is when it was applied.
       return this.#answer(conversation, input, understanding, this.#now())
     }, { recentTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })

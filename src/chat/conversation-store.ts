@@ -7,8 +7,8 @@ import { SerialByKey } from './serial-by-key.ts'
 
 /**
  * Where conversations live between messages. Both implementations keep a conversation for `ttlMs` after its last
- * message and hand out copies: what a caller changes counts only once it is saved. They know of a conversation only
- * its `id`, its `ownerKey` and its `turns`; the rest is stored as it is.
+ * message and hand out copies: what a caller changes counts only once it is saved. They use of a conversation only
+ * its `id`, `ownerKey` and `turns` (and the in-memory store's size estimate its text); the rest is stored as it is.
  */
 export interface ConversationStore {
   /**
