@@ -128,10 +128,8 @@ describe('GET /openapi.json', () => {
       return (JSON.parse(text) as { servers: unknown }).servers
     }
     const relative = [{ url: '/', description: 'The server that serves this document' }]
-    const direct = await createTestApp()
     // Even a trusted proxy's X-Forwarded-Host is the Host header some client sent it.
-    const proxied = await createTestApp({ trustProxy: true })
-    const configured = await createTestApp({ publicUrl: 'https://api.shop.example.com' })
+    const [direct, proxied, configured] = await Promise.all([createTestApp(), createTestApp({ trustProxy: true }), createTestApp({ publicUrl: 'https://api.shop.example.com' })])
     try {
       const [directBase, proxiedBase, configuredBase] = await Promise.all([direct, proxied, configured].map(listen))
       expect(await serversFrom(directBase!, { host: 'evil.example' })).toEqual(relative)
@@ -142,9 +140,7 @@ describe('GET /openapi.json', () => {
       expect((await configured.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'evil.example' } })).json()).toMatchObject({ servers: [{ url: 'https://api.shop.example.com' }] })
       expect((await direct.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'evil.example' } })).json()).toMatchObject({ servers: relative })
     } finally {
-      await direct.close()
-      await proxied.close()
-      await configured.close()
+      await Promise.all([direct.close(), proxied.close(), configured.close()])
     }
   })
 
