@@ -7,7 +7,7 @@ import { ReadRawTask } from 'exiftool-vendored/dist/ReadRawTask.js'
 import type { ExifToolConfig } from '../config.ts'
 import { BadRequestError, ExtractionTimeoutError, ExtractorBusyError, ExtractorUnavailableError, withCause } from '../errors.ts'
 import type { ImageFormat } from './formats.ts'
-import { FULL_READ_ARGS, MAKER_NOTE_READ_ARGS, summaryReadArgs, type RawTagValues } from './tags.ts'
+import { FULL_READ_ARGS, MAKER_NOTE_READ_ARGS, summaryReadArgs, type RawTagValues, type SummaryReadOptions } from './read-args.ts'
 
 /** A failed read is tried once more (a child that crashed or hung is replaced first), after this pause. */
 const READ_RETRIES = 1
@@ -57,8 +57,8 @@ export class MetadataExtractor {
   }
 
   /** The tags the API summary needs, from an image already sniffed as `format`; its size too when `needsSize`. */
-  async readSummary (path: string, format: ImageFormat, needsSize: boolean): Promise<RawTagValues> {
-    return await this.#read(path, summaryReadArgs(format, needsSize))
+  async readSummary (path: string, format: ImageFormat, needsSize: boolean, options: SummaryReadOptions = {}): Promise<RawTagValues> {
+    return await this.#read(path, summaryReadArgs(format, needsSize, options))
   }
 
   /** The maker-note tags that name a camera, for a file whose main IFD names none. */
