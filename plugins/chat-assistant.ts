@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ChatService } from '../src/chat/chat-service.ts'
+import type { FactLimits } from '../src/chat/conversation-facts.ts'
 import { loadDomainPack } from '../src/chat/domain-pack/load.ts'
 import { trainedForPack } from '../src/chat/nlu/model-cache.ts'
 
@@ -18,6 +19,8 @@ export interface ChatAssistantOptions {
   /** SUPPORT_BASE_URL: the `{base}` of the reply links. */
   supportBaseUrl: string
   historyLimit: number
+  /** What a conversation remembers of request contexts and messages, at most. */
+  factLimits: FactLimits
 }
 
 /**
@@ -38,7 +41,8 @@ async function chatAssistant (fastify: FastifyInstance, options: ChatAssistantOp
     trained,
     store: fastify.conversationStore,
     baseUrl: options.supportBaseUrl,
-    historyLimit: options.historyLimit
+    historyLimit: options.historyLimit,
+    factLimits: options.factLimits
   }))
 }
 

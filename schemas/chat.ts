@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static, type TString } from '@sinclair/typebox'
 import { INTENTS } from '../src/chat/intents.ts'
 import { CHAT_REPLY, CHAT_REQUEST } from './examples.ts'
 import { StringEnum } from './string-enum.ts'
@@ -27,6 +27,20 @@ export type ChatContext = Static<typeof ChatContext>
 
 const VISIBLE_CHARACTER = '[^\\s\\p{Cf}\\p{Cc}\\p{Cs}\\p{Co}\\p{Cn}\\p{Mn}\\p{Me}\\u2800\\u3164\\u115F\\u1160\\uFFA0]'
 
+/** Any control character (C0, DEL, C1): a NUL or a line break in an id breaks what it is passed on to. */
+const CONTROL_CHARACTER = '\\p{Cc}'
+
+/** What a `user_id` must be, in the request body and in the transcript's query alike. */
+const UserId = (description: string): TString => Type.String({
+  minLength: 1,
+  maxLength: 128,
+  // Two rules, each one character class: linear time, as one pattern saying both could not be shown to be.
+  pattern: VISIBLE_CHARACTER,
+  not: { type: 'string', pattern: CONTROL_CHARACTER },
+  description: `${description} (at least one visible character; no control characters)`,
+  examples: ['customer-8812']
+})
+
 export const ChatRequest = Type.Object({
   message: Type.String({
     minLength: 1,
@@ -37,7 +51,7 @@ export const ChatRequest = Type.Object({
     description: 'What the customer wrote (not only whitespace or invisible characters)',
     examples: ['Where is my order?']
   }),
-  user_id: Type.String({ minLength: 1, maxLength: 128, description: 'The customer, as the caller identifies them', examples: ['customer-8812'] }),
+  user_id: UserId('The customer, as the caller identifies them'),
   context: Type.Optional(Type.Ref(ChatContext)),
   conversation_id: Type.Optional(Type.String({
     minLength: 1,
@@ -87,10 +101,5 @@ export const ConversationParams = Type.Object({
 })
 
 export const TranscriptQuery = Type.Object({
-  user_id: Type.String({
-    minLength: 1,
-    maxLength: 128,
-    description: 'The customer the conversation belongs to (the `user_id` it was started with)',
-    examples: ['customer-8812']
-  })
+  user_id: UserId('The customer the conversation belongs to (the `user_id` it was started with)')
 })
