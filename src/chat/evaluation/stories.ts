@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { load as parseYaml } from 'js-yaml'
@@ -54,13 +54,16 @@ const DEFAULT_TODAY = '2026-11-20'
 /** Every story in the `*.yaml` files of `directory`, checked against the format above. */
 export function loadStories (directory: string): Story[] {
   const files = readdirSync(directory).filter((file) => /\.ya?ml$/.test(file)).sort()
-  return files.flatMap((file) => {
-    const data: unknown = parseYaml(readFileSync(join(directory, file), 'utf8'))
-    const errors = [...Value.Errors(StoryFile, data)].slice(0, 3).map((error) => `${error.path} ${error.message}`)
-    if (errors.length > 0) throw new Error(`Stories ${file} are invalid: ${errors.join('; ')}`)
-    const parsed = data as Static<typeof StoryFile>
-    return parsed.stories.map((story) => ({ ...story, today: story.today ?? parsed.today ?? DEFAULT_TODAY, file }))
-  })
+  return files.flatMap((file) => loadStoryFile(join(directory, file), file))
+}
+
+/** The stories of one file in the format above (a set of conversations written elsewhere, say); `name` labels them. */
+export function loadStoryFile (path: string, name: string = basename(path)): Story[] {
+  const data: unknown = parseYaml(readFileSync(path, 'utf8'))
+  const errors = [...Value.Errors(StoryFile, data)].slice(0, 3).map((error) => `${error.path} ${error.message}`)
+  if (errors.length > 0) throw new Error(`Stories ${name} are invalid: ${errors.join('; ')}`)
+  const parsed = data as Static<typeof StoryFile>
+  return parsed.stories.map((story) => ({ ...story, today: story.today ?? parsed.today ?? DEFAULT_TODAY, file: name }))
 }
 
 export interface StepResult {
