@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { INTENTS } from '../intents.ts'
+import { INTENTS, SUPPORT_INTENTS } from '../intents.ts'
 
 /**
  * The domain pack's shape: everything the assistant knows and says, as data (README: "The domain pack"). On disk it is
@@ -95,12 +95,65 @@ export const DomainDialogue = Type.Object({
   follow_up_weight: Type.Number({ minimum: 1, maximum: 100, default: 3 })
 }, { additionalProperties: false })
 
+const SupportIntentName = Type.Union(SUPPORT_INTENTS.map((name) => Type.Literal(name)))
+
+/**
+ * One answer to a question customers ask inside a request ("is sending it back free?" inside a return): what it
+ * states and how it is said, by situation (`wrong_item` → "Yes, sending back a wrong item is free."), with the
+ * questions that select it. Answers live in `answers/*.yaml` of a pack directory.
+ */
+export const DomainAnswer = Type.Object({
+  /** `topic.question`, unique in the pack; clients may see it as `answer` in a reply. */
+  id: Type.String({ pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)+$' }),
+  /** The requests it belongs to, the first its home: it is selected only inside one of them. */
+  intents: Type.Array(SupportIntentName, { minItems: 1 }),
+  /**
+   * The policy facts it states (`return_shipping`, `delivery_options.express`, `contact.hours`…): every policy must
+   * be stated by some answer, and a figure a reply writes out must be in one of these.
+   */
+  states: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)?$' })),
+  /** Templates by situation (the item's, the return window's, the account's…); `default` is required. */
+  replies: IntentReplies,
+  /** Questions as customers ask them: what selects the answer. */
+  examples: Type.Array(Text, { minItems: 8 })
+}, { additionalProperties: false })
+export type DomainAnswer = Static<typeof DomainAnswer>
+
+/** Phrases, by value, that fill a slot; matched on word stems (docs/chat.md "Slots"). */
+const SlotValues = Type.Record(Type.String({ pattern: NAME }), Type.Array(Text, { minItems: 1 }))
+
+/** The words that fill the dialogue's slots and mark what a message does in the conversation. */
+export const DomainSlots = Type.Object({
+  /** What happened to the item or parcel, most specific first: `broke_in_use` before `defective_item`. */
+  item_situation: SlotValues,
+  /** Refund or exchange. */
+  preference: SlotValues,
+  /** The customer's account (`no_account`). */
+  account: SlotValues,
+  /** What a message does: corrects a value, asks the same for another order, says the answer did not help… */
+  cues: Type.Object({
+    correction: Type.Array(Text),
+    another: Type.Array(Text),
+    not_helped: Type.Array(Text),
+    goodbye: Type.Array(Text),
+    thanks: Type.Array(Text),
+    affirm: Type.Array(Text),
+    deny: Type.Array(Text),
+    own_plan: Type.Array(Text),
+    request: Type.Array(Text)
+  }, { additionalProperties: false })
+}, { additionalProperties: false })
+export type DomainSlots = Static<typeof DomainSlots>
+
 export const DomainPack = Type.Object({
   name: Text,
   policies: DomainPolicies,
   links: Type.Record(Type.String({ pattern: NAME }), DomainLink),
   understanding: DomainUnderstanding,
   dialogue: Type.Optional(DomainDialogue),
+  /** Answers to questions inside a request; every policy is stated by at least one. */
+  answers: Type.Array(DomainAnswer, { minItems: 1 }),
+  slots: DomainSlots,
   /** Replies that do not belong to one intent. */
   fallback: Type.Object({
     /** The second message in a row the assistant did not understand. */
@@ -119,3 +172,8 @@ export const NluFile = Type.Object({
   situations: Type.Optional(Type.Record(Type.String({ pattern: NAME }), Type.Array(Text)))
 }, { additionalProperties: false })
 export type NluFile = Static<typeof NluFile>
+
+/** One file of a pack directory's `answers/`. */
+export const AnswersFile = Type.Object({
+  answers: Type.Array(DomainAnswer, { minItems: 1 })
+}, { additionalProperties: false })
