@@ -1,14 +1,18 @@
 import { randomUUID } from 'node:crypto'
+import { AnswerSelector } from './answers/selector.ts'
+import { stemsOf } from './answers/terms.ts'
 import { utcDate } from './calendar.ts'
 import type { ConversationStore } from './conversation-store.ts'
+import { splitClauses } from './dialogue/clauses.ts'
 import type { Conversation } from './dialogue/conversation.ts'
-import { DialoguePolicy, type Decision, type RequestContext } from './dialogue/policy.ts'
+import { DialoguePolicy, type ClauseReading, type Decision, type MessageReading, type ReplyChoice, type RequestContext } from './dialogue/policy.ts'
+import { SlotReader } from './dialogue/slots.ts'
 import type { DomainPack } from './domain-pack/schema.ts'
 import { ConversationNotFound } from './errors.ts'
-import type { IntentName } from './intents.ts'
+import { SUPPORT_INTENTS, type IntentName } from './intents.ts'
 import type { TrainedUnderstanding } from './nlu/training.ts'
-import { Understander } from './nlu/understand.ts'
-import { ReplyRenderer } from './replies/renderer.ts'
+import { Understander, type Understanding } from './nlu/understand.ts'
+import { ReplyRenderer, type Reply } from './replies/renderer.ts'
 import type { RenderedLink } from './replies/templates.ts'
 
 export interface ChatServiceOptions {
@@ -37,6 +41,8 @@ export interface SendMessage {
 export interface SentReply {
   reply: string
   intent: IntentName
+  /** The id of the pack's answer the reply gives, when it gives one (`returns.shipping_cost`). */
+  answer?: string
   confidence: number
   links: RenderedLink[]
   handoff: boolean
@@ -50,6 +56,8 @@ export interface SentReply {
  */
 export class ChatService {
   readonly understander: Understander
+  readonly answers: AnswerSelector
+  readonly slots: SlotReader
   readonly #pack: DomainPack
   readonly #policy: DialoguePolicy
   readonly #renderer: ReplyRenderer
@@ -60,6 +68,8 @@ export class ChatService {
   constructor (options: ChatServiceOptions) {
     this.#pack = options.pack
     this.understander = new Understander(options.trained, options.pack.understanding)
+    this.answers = new AnswerSelector(options.pack.answers, options.pack.requests)
+    this.slots = new SlotReader(options.pack.slots, options.pack.policies.payment_methods)
     this.#policy = new DialoguePolicy(options.pack)
     this.#renderer = new ReplyRenderer(options.pack, { baseUrl: options.baseUrl, ...(options.random === undefined ? {} : { random: options.random }) })
     this.#store = options.store
@@ -75,13 +85,10 @@ export class ChatService {
       ? newConversation(input.owner, input.userId, timestamp)
       : await this.#owned(input.conversationId, input.owner, input.userId, TURNS_PER_MESSAGE)
 
-    const understanding = this.understander.understand(input.message, today)
+    const { understanding, reading } = this.read(input.message, today)
     const previousTurn = conversation.turns.findLast((turn) => turn.role === 'assistant')
-    const decision = this.#policy.decide({ ...conversation, ...(previousTurn === undefined ? {} : { previousIntent: previousTurn.intent }) }, understanding, input.context ?? {}, today)
-    const previous = previousTurn?.text
-    const reply = this.#renderer.render({ groups: this.#replyGroups(decision), facts: decision.facts, today, ...(previous === undefined ? {} : { previous }) })
-    // Unreachable with a checked pack: every intent has a default template that needs no context, and so do fallbacks.
-    if (reply === undefined) throw new Error(`No usable reply for intent ${decision.intent}`)
+    const decision = this.#policy.decide({ ...conversation, ...(previousTurn === undefined ? {} : { previousIntent: previousTurn.intent }) }, understanding, input.context ?? {}, today, reading)
+    const reply = this.#render(decision, today, previousTurn?.text)
 
     conversation.facts = decision.facts
     conversation.misunderstoodInARow = decision.misunderstoodInARow
@@ -89,6 +96,8 @@ export class ChatService {
     else conversation.topic = decision.topic
     if (decision.pendingIntent === undefined) delete conversation.pendingIntent
     else conversation.pendingIntent = decision.pendingIntent
+    if (Object.keys(decision.slots).length === 0) delete conversation.slots
+    else conversation.slots = decision.slots
     conversation.turns.push(
       { role: 'customer', text: input.message, intent: decision.intent, timestamp },
       { role: 'assistant', text: reply.text, intent: decision.intent, timestamp, handoff: decision.handoff }
@@ -98,6 +107,7 @@ export class ChatService {
     return {
       reply: reply.text,
       intent: decision.intent,
+      ...(decision.answer === undefined ? {} : { answer: decision.answer.id }),
       confidence: decision.confidence,
       links: reply.links,
       handoff: decision.handoff,
@@ -111,10 +121,60 @@ export class ChatService {
     return await this.#owned(conversationId, owner, userId)
   }
 
-  #replyGroups (decision: Decision): Array<readonly string[]> {
-    if (decision.reply.kind === 'fallback') return [this.#pack.fallback[decision.reply.name]]
-    const { replies } = this.#pack.intents[decision.intent]
-    return decision.reply.situations.flatMap((situation) => {
+  /**
+   * What a message says, read once: the intent model's understanding, the answer selector's probabilities, the slots
+   * and cues, and — when it may make several requests — each clause's own reading.
+   */
+  read (message: string, today: string): { understanding: Understanding, reading: MessageReading } {
+    const understanding = this.understander.understand(message, today)
+    const stems = stemsOf(message)
+    const reading: MessageReading = { answers: this.answers.rank(stems), slots: this.slots.read(stems, message) }
+    const clauses = this.#clauses(message, understanding, today)
+    if (clauses !== undefined) reading.clauses = clauses
+    return { understanding, reading }
+  }
+
+  /**
+   * Each clause read on its own, when the message may make more than one request: a second request in scope is
+   * among the model's candidates for the whole message, and the message has several clauses.
+   */
+  #clauses (message: string, understanding: Understanding, today: string): ClauseReading[] | undefined {
+    const second = understanding.candidates[1]
+    if (second === undefined || second.probability < SECOND_REQUEST_PROBABILITY || !SUPPORT.has(second.intent)) return undefined
+    const clauses = splitClauses(message)
+    if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
+    return clauses.map((clause) => ({ understanding: this.understander.understand(clause, today), answers: this.answers.rank(stemsOf(clause)) }))
+  }
+
+  /** The decision's reply, then each part that follows it, as one text with the links of all. */
+  #render (decision: Decision, today: string, previous: string | undefined): Reply {
+    const values = { ...decision.facts, ...decision.values }
+    const main = this.#renderChoice(decision.intent, decision.reply, values, today, previous)
+    // Unreachable with a checked pack: every intent and answer has a default template that needs no context, and so
+    // do fallbacks.
+    if (main === undefined) throw new Error(`No usable reply for intent ${decision.intent}`)
+    const texts = [main.text]
+    const links = [...main.links]
+    for (const part of decision.more) {
+      const rendered = this.#renderChoice(part.intent, part.reply, values, today, undefined)
+      if (rendered === undefined) continue
+      texts.push(rendered.text)
+      for (const link of rendered.links) if (!links.some((other) => other.url === link.url)) links.push(link)
+    }
+    return { text: texts.join(' '), links }
+  }
+
+  #renderChoice (intent: IntentName, choice: ReplyChoice, facts: Decision['facts'], today: string, previous: string | undefined): Reply | undefined {
+    const request = { facts, today, ...(previous === undefined ? {} : { previous }) }
+    const reply = this.#renderer.render({ ...request, groups: this.#replyGroups(intent, choice) })
+    if (reply !== undefined || choice.kind !== 'intent' || choice.otherwise === undefined) return reply
+    return this.#renderer.render({ ...request, groups: [this.#pack.fallback[choice.otherwise]] })
+  }
+
+  #replyGroups (intent: IntentName, choice: ReplyChoice): Array<readonly string[]> {
+    if (choice.kind === 'fallback') return [this.#pack.fallback[choice.name]]
+    const replies = choice.kind === 'answer' ? this.answers.byId(choice.id)?.replies ?? { default: [] } : this.#pack.intents[intent].replies
+    return choice.situations.flatMap((situation) => {
       const group = replies[situation]
       return group === undefined ? [] : [group]
     })
@@ -135,6 +195,11 @@ export class ChatService {
 
 /** A message adds the customer's turn and the reply; the last two are all a message reads of the history. */
 const TURNS_PER_MESSAGE = 2
+const SUPPORT: ReadonlySet<string> = new Set(SUPPORT_INTENTS)
+/** How probable a second request must be, for the whole message, before its clauses are read one by one. */
+const SECOND_REQUEST_PROBABILITY = 0.1
+/** A message of more clauses is a story, not a list of requests: it is read whole. */
+const MAX_CLAUSES = 6
 
 function newConversation (ownerKey: string, userId: string, timestamp: string): Conversation {
   return { id: randomUUID(), ownerKey, userId, createdAt: timestamp, updatedAt: timestamp, facts: {}, misunderstoodInARow: 0, turns: [] }

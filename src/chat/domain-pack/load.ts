@@ -78,8 +78,14 @@ function readPackDirectory (directory: string): unknown {
     }
   }
   const answersDirectory = join(directory, 'answers')
-  const answers = listYaml(answersDirectory).flatMap((file) => checkShape(AnswersFile, readData(join(answersDirectory, file)), join(answersDirectory, file)).answers)
-  return { ...responses, understanding, slots: readData(join(directory, 'slots.yaml')), answers, intents }
+  const answers: unknown[] = []
+  const requests: Record<string, string[]> = {}
+  for (const file of listYaml(answersDirectory)) {
+    const data = checkShape(AnswersFile, readData(join(answersDirectory, file)), join(answersDirectory, file))
+    answers.push(...data.answers ?? [])
+    for (const [intent, examples] of Object.entries(data.requests ?? {})) (requests[intent] ??= []).push(...examples)
+  }
+  return { ...responses, understanding, slots: readData(join(directory, 'slots.yaml')), answers, requests, intents }
 }
 
 function listYaml (directory: string): string[] {

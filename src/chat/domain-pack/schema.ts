@@ -92,7 +92,19 @@ export const DomainDialogue = Type.Object({
    * `follow_up_weight` before the best is chosen.
    */
   follow_ups: Type.Record(Type.String({ pattern: NAME }), Type.Array(IntentName), { default: {} }),
-  follow_up_weight: Type.Number({ minimum: 1, maximum: 100, default: 3 })
+  follow_up_weight: Type.Number({ minimum: 1, maximum: 100, default: 3 }),
+  /**
+   * The answer selector's probability an answer needs to be given instead of its request's reply (`npm run eval`
+   * reports answer selection at this threshold).
+   */
+  answer_threshold: Type.Number({ minimum: 0, maximum: 1, default: 0.3 }),
+  /**
+   * Requests that are questions about the shop (fees, methods, times): asked while another request is active, they
+   * are answered and leave that request active, to go on with after them.
+   */
+  questions: Type.Array(IntentName, { default: [] }),
+  /** How a reply names each request when it says it will come to it next ("the payment problem"). */
+  request_names: Type.Record(Type.String({ pattern: NAME }), Text, { default: {} })
 }, { additionalProperties: false })
 
 const SupportIntentName = Type.Union(SUPPORT_INTENTS.map((name) => Type.Literal(name)))
@@ -135,6 +147,7 @@ export const DomainSlots = Type.Object({
     correction: Type.Array(Text),
     another: Type.Array(Text),
     not_helped: Type.Array(Text),
+    greeting: Type.Array(Text),
     goodbye: Type.Array(Text),
     thanks: Type.Array(Text),
     affirm: Type.Array(Text),
@@ -153,13 +166,21 @@ export const DomainPack = Type.Object({
   dialogue: Type.Optional(DomainDialogue),
   /** Answers to questions inside a request; every policy is stated by at least one. */
   answers: Type.Array(DomainAnswer, { minItems: 1 }),
+  /** Examples of each support request asked plainly, which its own reply answers (answers/requests.yaml). */
+  requests: Type.Record(SupportIntentName, Type.Array(Text, { minItems: 5 }), { default: {} }),
   slots: DomainSlots,
   /** Replies that do not belong to one intent. */
   fallback: Type.Object({
     /** The second message in a row the assistant did not understand. */
     misunderstood_handoff: Templates,
     /** A message that only gives a value (an order number, a date) before the customer has said what they want. */
-    value_without_request: Templates
+    value_without_request: Templates,
+    /** The customer says the answer did not help and the request has no further step: offer a person. */
+    not_helped: Templates,
+    /** The customer writes on after a person was asked to take over. */
+    after_handoff: Templates,
+    /** After the answer to the first of several requests: the next one comes next (`{next_request}`). */
+    queued_request: Templates
   }, { additionalProperties: false }),
   intents: Type.Object(intentProperties, { additionalProperties: false })
 }, { additionalProperties: false })
@@ -173,7 +194,14 @@ export const NluFile = Type.Object({
 }, { additionalProperties: false })
 export type NluFile = Static<typeof NluFile>
 
-/** One file of a pack directory's `answers/`. */
+/**
+ * The plain requests, by intent: messages that ask for the request itself, with no question inside it ("I want to
+ * cancel my order"). When the answer selector finds one of these the best match, the request's own reply answers.
+ */
+export const PlainRequests = Type.Record(Type.String({ pattern: NAME }), Type.Array(Text, { minItems: 5 }))
+
+/** One file of a pack directory's `answers/`: answers, plain requests, or both. */
 export const AnswersFile = Type.Object({
-  answers: Type.Array(DomainAnswer, { minItems: 1 })
+  answers: Type.Optional(Type.Array(DomainAnswer, { minItems: 1 })),
+  requests: Type.Optional(PlainRequests)
 }, { additionalProperties: false })

@@ -1,0 +1,148 @@
+import type { DomainAnswer } from '../domain-pack/schema.ts'
+import type { IntentName } from '../intents.ts'
+import { answerTerms, stemsOf } from './terms.ts'
+
+/** An answer chosen for a message, with the selector's probability for it. */
+export interface AnswerChoice {
+  answer: DomainAnswer
+  confidence: number
+}
+
+/** BM25's usual constants: how fast a repeated term saturates, and how much a long document is discounted. */
+const K1 = 1.2
+const B = 0.75
+/**
+ * Scores become probabilities by a softmax at this temperature: chosen on held-out questions so that a confidence
+ * threshold separates questions an answer fits from requests none does (docs/chat.md "Answer selection").
+ */
+const TEMPERATURE = 1.5
+
+/**
+ * What the selector chooses among: an answer, or a request asked plainly (`answer` undefined), whose own reply
+ * answers.
+ */
+interface Entry {
+  answer?: DomainAnswer
+  intents: readonly IntentName[]
+  examples: readonly string[]
+}
+
+/**
+ * Answer selection: BM25 over the answers and the plain requests, each one document of its examples, read as stems
+ * and pairs of stems. The scores of a message, turned into probabilities over every entry, are read once; the best
+ * entry is then picked among those of the requests in question (the recognised intent, the conversation's active
+ * request): an answer, or the plain request, which leaves the request's own reply to answer. Built from the pack in
+ * milliseconds at start-up; chosen over a logistic model and over MiniSearch by measurement (docs/chat.md).
+ */
+export class AnswerSelector {
+  readonly answers: readonly DomainAnswer[]
+  readonly #entries: readonly Entry[]
+  /** For each term, the entries it occurs in and its BM25 weight there. */
+  readonly #postings = new Map<string, { entries: Int32Array, weights: Float64Array }>()
+  readonly #byId: ReadonlyMap<string, DomainAnswer>
+
+  constructor (answers: readonly DomainAnswer[], requests: Readonly<Partial<Record<IntentName, readonly string[]>>> = {}) {
+    this.answers = answers
+    this.#byId = new Map(answers.map((answer) => [answer.id, answer]))
+    this.#entries = [
+      ...answers.map((answer) => ({ answer, intents: answer.intents, examples: answer.examples })),
+      ...Object.entries(requests).map(([intent, examples]) => ({ intents: [intent as IntentName], examples: examples ?? [] }))
+    ]
+    const documents = this.#entries.map((entry) => {
+      const counts = new Map<string, number>()
+      let length = 0
+      for (const example of entry.examples) {
+        for (const term of answerTerms(stemsOf(example))) {
+          counts.set(term, (counts.get(term) ?? 0) + 1)
+          length++
+        }
+      }
+      return { counts, length }
+    })
+    const averageLength = documents.reduce((sum, document) => sum + document.length, 0) / Math.max(1, documents.length)
+    const lists = new Map<string, Array<[number, number]>>()
+    for (const [index, document] of documents.entries()) {
+      for (const [term, count] of document.counts) {
+        let list = lists.get(term)
+        if (list === undefined) lists.set(term, list = [])
+        list.push([index, count * (K1 + 1) / (count + K1 * (1 - B + B * document.length / averageLength))])
+      }
+    }
+    for (const [term, list] of lists) {
+      const idf = Math.log(1 + (documents.length - list.length + 0.5) / (list.length + 0.5))
+      this.#postings.set(term, { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf) })
+    }
+  }
+
+  /** The answer with this id, if the pack has one. */
+  byId (id: string): DomainAnswer | undefined {
+    return this.#byId.get(id)
+  }
+
+  /** How likely each entry is for a message (`stems` from stemsOf), to pick from by request. */
+  rank (stems: readonly string[]): AnswerRanking {
+    const scores = new Float64Array(this.#entries.length)
+    let matched = 0
+    const seen = new Set<string>()
+    for (const term of answerTerms(stems)) {
+      if (seen.has(term)) continue
+      seen.add(term)
+      const posting = this.#postings.get(term)
+      if (posting === undefined) continue
+      matched++
+      for (let i = 0; i < posting.entries.length; i++) scores[posting.entries[i]!]! += posting.weights[i]!
+    }
+    if (matched > 0) softmax(scores, TEMPERATURE)
+    return new AnswerRanking(this.#entries, matched === 0 ? undefined : scores)
+  }
+}
+
+/** One message's probabilities over the answers and plain requests. */
+export class AnswerRanking {
+  readonly #entries: readonly Entry[]
+  readonly #probabilities: Float64Array | undefined
+
+  constructor (entries: readonly Entry[], probabilities: Float64Array | undefined) {
+    this.#entries = entries
+    this.#probabilities = probabilities
+  }
+
+  /**
+   * The most probable answer among those belonging to one of `intents`, unless a plain request of theirs is more
+   * probable (then the request's own reply answers) or the message shares no term with any.
+   */
+  best (intents: ReadonlySet<IntentName>): AnswerChoice | undefined {
+    const probabilities = this.#probabilities
+    if (probabilities === undefined) return undefined
+    let best = -1
+    for (let i = 0; i < this.#entries.length; i++) {
+      if ((best < 0 || probabilities[i]! > probabilities[best]!) && this.#entries[i]!.intents.some((intent) => intents.has(intent))) best = i
+    }
+    return this.#choice(best)
+  }
+
+  /** The most probable answer of all, unless a plain request is more probable. */
+  top (): AnswerChoice | undefined {
+    const probabilities = this.#probabilities
+    if (probabilities === undefined) return undefined
+    let best = 0
+    for (let i = 1; i < this.#entries.length; i++) if (probabilities[i]! > probabilities[best]!) best = i
+    return this.#choice(best)
+  }
+
+  #choice (index: number): AnswerChoice | undefined {
+    const answer = index < 0 ? undefined : this.#entries[index]!.answer
+    return answer === undefined ? undefined : { answer, confidence: Math.round(this.#probabilities![index]! * 1000) / 1000 }
+  }
+}
+
+function softmax (scores: Float64Array, temperature: number): void {
+  let max = -Infinity
+  for (let i = 0; i < scores.length; i++) if (scores[i]! > max) max = scores[i]!
+  let sum = 0
+  for (let i = 0; i < scores.length; i++) {
+    scores[i] = Math.exp((scores[i]! - max) / temperature)
+    sum += scores[i]!
+  }
+  for (let i = 0; i < scores.length; i++) scores[i]! /= sum
+}
