@@ -87,7 +87,9 @@ export class ChatService {
 
     const { understanding, reading } = this.read(input.message, today)
     const previousTurn = conversation.turns.findLast((turn) => turn.role === 'assistant')
-    const decision = this.#policy.decide({ ...conversation, ...(previousTurn === undefined ? {} : { previousIntent: previousTurn.intent }) }, understanding, input.context ?? {}, today, reading)
+    const previousMessage = conversation.turns.findLast((turn) => turn.role === 'customer')?.text
+    const state = { ...conversation, ...(previousTurn === undefined ? {} : { previousIntent: previousTurn.intent }), ...(previousMessage === undefined ? {} : { previousMessage }) }
+    const decision = this.#policy.decide(state, understanding, input.context ?? {}, today, reading)
     const reply = this.#render(decision, today, previousTurn?.text)
 
     conversation.facts = decision.facts
@@ -128,7 +130,7 @@ export class ChatService {
   read (message: string, today: string): { understanding: Understanding, reading: MessageReading } {
     const understanding = this.understander.understand(message, today)
     const stems = stemsOf(message)
-    const reading: MessageReading = { answers: this.answers.rank(stems), slots: this.slots.read(stems, message) }
+    const reading: MessageReading = { text: message, answers: this.answers.rank(stems), slots: this.slots.read(stems, message) }
     const clauses = this.#clauses(message, understanding, today)
     if (clauses !== undefined) reading.clauses = clauses
     return { understanding, reading }
@@ -143,7 +145,11 @@ export class ChatService {
     if (second === undefined || second.probability < SECOND_REQUEST_PROBABILITY || !SUPPORT.has(second.intent)) return undefined
     const clauses = splitClauses(message)
     if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
-    return clauses.map((clause) => ({ understanding: this.understander.understand(clause, today), answers: this.answers.rank(stemsOf(clause)) }))
+    return clauses.map((clause) => {
+      const stems = stemsOf(clause)
+      const slots = this.slots.read(stems, clause)
+      return { understanding: this.understander.understand(clause, today), answers: this.answers.rank(stems), asks: slots.asks || slots.situation !== undefined }
+    })
   }
 
   /** The decision's reply, then each part that follows it, as one text with the links of all. */

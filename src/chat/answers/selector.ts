@@ -2,10 +2,15 @@ import type { DomainAnswer } from '../domain-pack/schema.ts'
 import type { IntentName } from '../intents.ts'
 import { answerTerms, stemsOf } from './terms.ts'
 
-/** An answer chosen for a message, with the selector's probability for it. */
-export interface AnswerChoice {
-  answer: DomainAnswer
+/** The best match for a message, with the selector's probability for it: an answer, or a plain request (none). */
+export interface RankedEntry {
+  answer?: DomainAnswer
   confidence: number
+}
+
+/** An answer chosen for a message, with the selector's probability for it. */
+export interface AnswerChoice extends RankedEntry {
+  answer: DomainAnswer
 }
 
 /** BM25's usual constants: how fast a repeated term saturates, and how much a long document is discounted. */
@@ -108,10 +113,10 @@ export class AnswerRanking {
   }
 
   /**
-   * The most probable answer among those belonging to one of `intents`, unless a plain request of theirs is more
-   * probable (then the request's own reply answers) or the message shares no term with any.
+   * The most probable entry belonging to one of `intents`: an answer, or a plain request of theirs (no `answer`:
+   * the request's own reply answers); none when the message shares no term with any.
    */
-  best (intents: ReadonlySet<IntentName>): AnswerChoice | undefined {
+  best (intents: ReadonlySet<IntentName>): RankedEntry | undefined {
     const probabilities = this.#probabilities
     if (probabilities === undefined) return undefined
     let best = -1
@@ -121,8 +126,8 @@ export class AnswerRanking {
     return this.#choice(best)
   }
 
-  /** The most probable answer of all, unless a plain request is more probable. */
-  top (): AnswerChoice | undefined {
+  /** The most probable entry of all. */
+  top (): RankedEntry | undefined {
     const probabilities = this.#probabilities
     if (probabilities === undefined) return undefined
     let best = 0
@@ -130,9 +135,11 @@ export class AnswerRanking {
     return this.#choice(best)
   }
 
-  #choice (index: number): AnswerChoice | undefined {
-    const answer = index < 0 ? undefined : this.#entries[index]!.answer
-    return answer === undefined ? undefined : { answer, confidence: Math.round(this.#probabilities![index]! * 1000) / 1000 }
+  #choice (index: number): RankedEntry | undefined {
+    if (index < 0) return undefined
+    const { answer } = this.#entries[index]!
+    const confidence = Math.round(this.#probabilities![index]! * 1000) / 1000
+    return answer === undefined ? { confidence } : { answer, confidence }
   }
 }
 

@@ -13,16 +13,22 @@ export type RequestContext = Readonly<Record<string, Fact>>
 export type DialogueState = Pick<Conversation, 'facts' | 'topic' | 'pendingIntent' | 'misunderstoodInARow' | 'slots'> & {
   /** The intent the assistant answered last. */
   previousIntent?: IntentName
+  /** What the customer wrote last: the same words again are a repeat, other words after the same reply a push. */
+  previousMessage?: string
 }
 
 /** A clause of a message that makes several requests, read on its own. */
 export interface ClauseReading {
   understanding: Understanding
   answers?: AnswerRanking
+  /** It asks or asks for something, or says what went wrong (a statement of its own, not a detail of another). */
+  asks: boolean
 }
 
 /** What else the message says, besides the intent model's understanding of it. */
 export interface MessageReading {
+  /** The message itself. */
+  text?: string
   /** The answer selector's probabilities for the message. */
   answers?: AnswerRanking
   /** The slots it fills and the cues it carries. */
@@ -75,12 +81,16 @@ const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const isSupportIntent = (intent: string): intent is SupportIntent => SUPPORT_INTENT_SET.has(intent)
 /** A message with more content words than this is a request of its own, not a value for the active one. */
 const MAX_VALUE_WORDS = 5
+/** A date or order number with at most this many other words that say something is a value given, not a request. */
+const MAX_VALUE_AROUND = 3
+/** How sure the model must be of each clause before a message counts as several requests. */
+const CLAUSE_CONFIDENCE = 0.5
 /**
  * How sure the model must be of another request for a message with a new order number to be that request: "and the
  * one from last month?" repeats the active request unless it is clearly another; "actually, cancel 5531" less so.
  */
 const CLEARLY_OTHER = 0.8
-const PROBABLY_OTHER = 0.5
+const PROBABLY_OTHER = 0.7
 /** Requests about the account, where what happened to an item or parcel means nothing. */
 const ACCOUNT_INTENTS: ReadonlySet<string> = new Set(['create_account', 'delete_account', 'edit_account', 'recover_password', 'registration_problems', 'switch_account', 'newsletter_subscription'])
 /** Reply situations that stand for another when a reply has none of their own. */
@@ -128,7 +138,9 @@ export class DialoguePolicy {
     const previous = state.slots ?? {}
     const request = state.pendingIntent ?? state.topic?.intent
     const facts: Record<string, Fact> = { ...state.facts, ...context }
-    const valueMessage = understanding.valueOnly || entities.bareCode !== undefined
+    // A value, with at most a few words around it ("buyed it 3 days ago", "order nr 84106").
+    const valueMessage = understanding.valueOnly || entities.bareCode !== undefined ||
+      ((entities.date !== undefined || entities.orderId !== undefined) && message.contentWords <= MAX_VALUE_AROUND && !message.asks && message.situation === undefined && reading.slots !== undefined)
 
     const orderId = entities.orderId ?? (valueMessage && request !== undefined ? entities.bareCode : undefined)
     const newOrder = orderId !== undefined && orderId !== state.facts['order_id']
@@ -136,7 +148,9 @@ export class DialoguePolicy {
     if (entities.email !== undefined) facts['email'] = entities.email
     const answersWithDate = valueMessage && request !== undefined && this.#pack.intents[request].uses_return_window === true
     const previousDate = facts['purchase_date']
-    if (entities.date !== undefined && context['purchase_date'] === undefined && (entities.dateIsPurchase === true || answersWithDate)) {
+    // "I bought a lamp from you on 25 October": a purchase word further from the date than the recogniser looks.
+    const bought = cues.has('purchase') && message.situation !== 'late_delivery' && message.situation !== 'lost_parcel'
+    if (entities.date !== undefined && context['purchase_date'] === undefined && (entities.dateIsPurchase === true || answersWithDate || bought)) {
       facts['purchase_date'] = entities.date
     }
     const newDate = facts['purchase_date'] !== previousDate
@@ -190,7 +204,7 @@ export class DialoguePolicy {
     }
 
     // Several requests at once: the first is answered now, and the others too or next.
-    const clauses = this.#requests(reading.clauses)
+    const clauses = this.#requests(reading.clauses, understanding)
     const main = clauses[0]
     const own = main === undefined ? understanding : { ...main.understanding, entities, valueOnly: false, angry: understanding.angry }
     const answers = main === undefined ? reading.answers : main.answers
@@ -207,6 +221,13 @@ export class DialoguePolicy {
     let intent = inTopic.intent
     let confidence = inTopic.confidence
     let situation = inTopic.situation
+    // A described situation belongs to its request ("it's too small" is a return), unless the model is sure of
+    // another.
+    const situationRequest = message.situation === undefined ? undefined : this.#pack.slots.situation_requests[message.situation]
+    if (situationRequest !== undefined && intent !== situationRequest && !this.#sameFamily(intent, situationRequest) && confidence < CLEARLY_OTHER) {
+      intent = situationRequest
+      situation = undefined
+    }
     // What was queued comes next when the customer asks for it, or agrees to go on.
     const queued = previous.queued ?? []
     if (queued.length > 0 && (isYes(message, understanding) || (cues.has('another') && orderId === undefined)) && !queued.includes(intent as SupportIntent)) {
@@ -225,11 +246,20 @@ export class DialoguePolicy {
     }
 
     // "It didn't help", said about the request just answered: its next step, or a person.
-    if (cues.has('not_helped') && state.topic !== undefined && !newOrder && this.#sameMatter(intent, state.topic)) {
-      return this.#notHelped(turn, state.topic.intent)
+    const topic = state.topic
+    const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
+    if (cues.has('not_helped') && topic !== undefined && !newOrder &&
+      (this.#sameMatter(intent, topic) || (justAnswered && confidence < CLEARLY_OTHER))) {
+      return this.#notHelped(turn, topic.intent)
     }
 
     const decision = this.#answerOrAct(turn, intent, situation, confidence, answers)
+    // The same reply again, to other words than last time, within three turns: what was said did not help.
+    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined &&
+      state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
+      isSupportIntent(decision.intent) && this.#sameMatter(decision.intent, topic) &&
+      (state.slots?.recent ?? []).includes(decision.slots.recent!.at(-1)!)
+    if (repeated) return this.#notHelped(turn, topic.intent)
     for (const clause of clauses.slice(1)) decision.more.push(...this.#alsoAsked(turn, decision, clause))
     return decision
   }
@@ -244,13 +274,16 @@ export class DialoguePolicy {
     return this.#act(turn, intent, situation, confidence)
   }
 
-  /** The best answer within the request and, for a follow-up, within the active request too. */
+  /**
+   * The best answer within the request, or within the active request and the question asked in it when one of
+   * theirs is more probable ("and do I pay the postage?" in a return, read as a delivery question).
+   */
   #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined): AnswerChoice | undefined {
     if (answers === undefined) return undefined
-    const intents = new Set<IntentName>([intent])
-    if (topic !== undefined && (topic.intent === intent || this.#followUps.get(topic.intent)?.has(intent) === true)) intents.add(topic.intent)
-    const choice = answers.best(intents)
-    return choice !== undefined && choice.confidence >= this.#answerThreshold ? choice : undefined
+    const own = answers.best(new Set([intent]))
+    const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
+    const choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) ? active : own
+    return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
 
   /** An off-topic or unclear message that the answer selector is sure is a question the pack answers. */
@@ -259,8 +292,9 @@ export class DialoguePolicy {
     if (answers === undefined || understanding.coverage < MIN_COVERAGE || turn.state.previousIntent === OUT_OF_SCOPE) return undefined
     const topic = turn.state.topic
     const inTopic = topic === undefined ? undefined : this.#answerFor(topic.intent, topic, answers)
-    const choice = inTopic ?? answers.top()
-    if (choice === undefined || choice.confidence < RESCUE_CONFIDENCE) return undefined
+    const top = inTopic ?? answers.top()
+    if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE) return undefined
+    const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
     // The intent model must find the answer's request plausible too: the selector alone reads only shared words.
     if (!understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
     const intent = topic !== undefined && choice.answer.intents.includes(topic.intent) ? topic.intent : choice.answer.intents[0]!
@@ -270,7 +304,10 @@ export class DialoguePolicy {
   /** The decision to give an answer: the catalogue intent is the request's when the answer belongs to it. */
   #answer (turn: Turn, choice: AnswerChoice, requested: SupportIntent, confidence: number, modelSituation?: string): Decision {
     const { answer } = choice
-    const intent = answer.intents.includes(requested) ? requested : answer.intents[0]!
+    // The request the customer asked in when the answer belongs to it; else the active request's; else its own.
+    const home = answer.intents[0]!
+    const active = turn.state.topic?.intent
+    const intent = answer.intents.includes(requested) ? requested : active !== undefined && answer.intents.includes(active) ? active : home
     const topic: Topic = { ...this.#activeAfter(turn.state.topic, intent), answer: answer.id }
     const described = turn.slots.situation ?? modelSituation
     if (described !== undefined && topic.intent === intent) topic.situation = described
@@ -283,7 +320,6 @@ export class DialoguePolicy {
       answer: { id: answer.id, confidence: choice.confidence }
     })
     // An answer within a request that needs the order (a late parcel, a faulty item): then the order number.
-    const home = answer.intents[0]!
     if (turn.facts['order_id'] === undefined && this.#pack.intents[intent].needs_order === true && this.#pack.intents[home].needs_order === true) {
       decision.pendingIntent = intent
       decision.more.push({ intent, reply: { kind: 'intent', situations: ['ask_order'] } })
@@ -300,7 +336,10 @@ export class DialoguePolicy {
     const angry = intent === 'complaint' && understanding.angry
     const support = isSupportIntent(intent)
     const asking = support && definition.needs_order === true && facts['order_id'] === undefined
-    const situations = asking ? ['ask_order'] : angry ? ['angry', 'default'] : this.#situations(turn, definition.replies, situation)
+    // Asking for the order, the reply for the situation comes first when it can be said without the order.
+    const situations = asking
+      ? [...this.#situations(turn, definition.replies, situation).filter((name) => name !== 'default'), 'ask_order']
+      : angry ? ['angry', 'default'] : this.#situations(turn, definition.replies, situation)
     let topic: Topic | undefined = state.topic
     if (support) {
       topic = this.#activeAfter(state.topic, intent)
@@ -440,10 +479,16 @@ export class DialoguePolicy {
   #alsoAsked (turn: Turn, decision: Decision, clause: ClauseReading): ReplyPart[] {
     const intent = clause.understanding.intent
     if (!isSupportIntent(intent) || intent === decision.intent) return []
-    const choice = clause.answers?.best(new Set([intent]))
-    if (choice !== undefined && choice.confidence >= this.#answerThreshold && this.#pack.intents[intent].needs_order !== true) {
-      return [{ intent, reply: { kind: 'answer', id: choice.answer.id, situations: this.#situations(turn, choice.answer.replies, undefined) } }]
+    // A question with an answer, in its own request or the first one's, is answered too, unless that answer needs
+    // an order not known yet.
+    const choice = clause.answers?.best(new Set([intent, ...isSupportIntent(decision.intent) ? [decision.intent] : []]))
+    const answer = choice?.answer
+    if (answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id &&
+      (turn.facts['order_id'] !== undefined || this.#pack.intents[answer.intents[0]!].needs_order !== true)) {
+      return [{ intent, reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) } }]
     }
+    // Another side of the same matter is covered by the first reply.
+    if (this.#sameFamily(intent, decision.intent)) return []
     if (this.#questions.has(intent)) return [{ intent, reply: { kind: 'intent', situations: this.#situations(turn, this.#pack.intents[intent].replies, clause.understanding.situation) } }]
     const queued = [...decision.slots.queued ?? [], intent].filter((waiting, i, all) => all.indexOf(waiting) === i).slice(0, MAX_QUEUED)
     decision.slots.queued = queued
@@ -453,12 +498,22 @@ export class DialoguePolicy {
     return [{ intent, reply: { kind: 'fallback', name: 'queued_request' } }]
   }
 
-  /** The requests of a message that makes several, in order: at least two different ones understood, or none. */
-  #requests (clauses: readonly ClauseReading[] | undefined): ClauseReading[] {
+  /**
+   * The requests of a message that makes several, in order, or none: at least two different ones, each clause
+   * understood with confidence and asking (or describing what happened), one of them the message's own reading.
+   */
+  #requests (clauses: readonly ClauseReading[] | undefined, whole: Understanding): ClauseReading[] {
     if (clauses === undefined) return []
-    const requests = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent))
+    const requests = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) &&
+      clause.understanding.confidence >= CLAUSE_CONFIDENCE && clause.asks)
     const distinct = requests.filter((clause, i) => requests.findIndex((other) => other.understanding.intent === clause.understanding.intent) === i)
-    return distinct.length >= 2 ? distinct : []
+    if (distinct.length < 2 || !distinct.some((clause) => clause.understanding.intent === whole.intent)) return []
+    return distinct
+  }
+
+  /** Whether two requests are one or follow up each other. */
+  #sameFamily (a: IntentName, b: IntentName): boolean {
+    return a === b || this.#followUps.get(a)?.has(b) === true || this.#followUps.get(b)?.has(a) === true
   }
 
   /** Whether `intent` is about the same matter as the active request (itself, a follow-up, a question in it). */
@@ -564,6 +619,10 @@ function withoutTransient (slots: Slots): Slots {
   const kept: Slots = { ...slots }
   delete kept.pending
   return kept
+}
+
+function normalised (text: string): string {
+  return text.trim().toLowerCase()
 }
 
 function withoutAside (topic: Topic): Topic {

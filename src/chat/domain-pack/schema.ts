@@ -138,6 +138,8 @@ const SlotValues = Type.Record(Type.String({ pattern: NAME }), Type.Array(Text, 
 export const DomainSlots = Type.Object({
   /** What happened to the item or parcel, most specific first: `broke_in_use` before `defective_item`. */
   item_situation: SlotValues,
+  /** The request each item situation belongs to (`wrong_item: get_refund`). */
+  situation_requests: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} }),
   /** Refund or exchange. */
   preference: SlotValues,
   /** The customer's account (`no_account`). */
@@ -153,7 +155,8 @@ export const DomainSlots = Type.Object({
     affirm: Type.Array(Text),
     deny: Type.Array(Text),
     own_plan: Type.Array(Text),
-    request: Type.Array(Text)
+    request: Type.Array(Text),
+    purchase: Type.Array(Text)
   }, { additionalProperties: false })
 }, { additionalProperties: false })
 export type DomainSlots = Static<typeof DomainSlots>
