@@ -255,9 +255,8 @@ export class DialoguePolicy {
 
     const decision = this.#answerOrAct(turn, intent, situation, confidence, answers)
     // The same reply again, to other words than last time, within three turns: what was said did not help.
-    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined &&
+    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && decision.intent === topic.intent &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
-      isSupportIntent(decision.intent) && this.#sameMatter(decision.intent, topic) &&
       (state.slots?.recent ?? []).includes(decision.slots.recent!.at(-1)!)
     if (repeated) return this.#notHelped(turn, topic.intent)
     for (const clause of clauses.slice(1)) decision.more.push(...this.#alsoAsked(turn, decision, clause))
@@ -608,7 +607,7 @@ interface Reading {
 export function replyKey (intent: IntentName, reply: ReplyChoice, facts: Readonly<Record<string, Fact>>): string {
   const order = facts['order_id'] === undefined ? '' : `#${String(facts['order_id'])}`
   switch (reply.kind) {
-    case 'answer': return `answer:${reply.id}${order}`
+    case 'answer': return `answer:${reply.id}/${reply.situations[0] ?? 'default'}${order}`
     case 'fallback': return `fallback:${reply.name}`
     case 'intent': return `intent:${intent}/${reply.situations[0] ?? 'default'}${order}`
   }
