@@ -1,6 +1,6 @@
 import type { DomainAnswer } from '../domain-pack/schema.ts'
 import type { IntentName } from '../intents.ts'
-import { answerTerms, stemsOf } from './terms.ts'
+import { answerTerms, isContentStem, stemsOf } from './terms.ts'
 
 /** The best match for a message, with the selector's probability for it: an answer, or a plain request (none). */
 export interface RankedEntry {
@@ -42,8 +42,12 @@ interface Entry {
 export class AnswerSelector {
   readonly answers: readonly DomainAnswer[]
   readonly #entries: readonly Entry[]
-  /** For each term, the entries it occurs in and its BM25 weight there. */
-  readonly #postings = new Map<string, { entries: Int32Array, weights: Float64Array }>()
+  /** For each stem, the entries it occurs in and its BM25 weight there. */
+  readonly #unigrams = new Map<string, Posting>()
+  /** For each pair of neighbouring stems, by the first and then the second. */
+  readonly #bigrams = new Map<string, Map<string, Posting>>()
+  /** The postings one message has added: scratch space, so that a term said twice counts once. */
+  readonly #added = new Set<Posting>()
   readonly #byId: ReadonlyMap<string, DomainAnswer>
 
   constructor (answers: readonly DomainAnswer[], requests: Readonly<Partial<Record<IntentName, readonly string[]>>> = {}) {
@@ -75,7 +79,16 @@ export class AnswerSelector {
     }
     for (const [term, list] of lists) {
       const idf = Math.log(1 + (documents.length - list.length + 0.5) / (list.length + 0.5))
-      this.#postings.set(term, { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf) })
+      const posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf) }
+      const space = term.indexOf(' ')
+      if (space < 0) {
+        this.#unigrams.set(term, posting)
+      } else {
+        const first = term.slice(0, space)
+        let seconds = this.#bigrams.get(first)
+        if (seconds === undefined) this.#bigrams.set(first, seconds = new Map())
+        seconds.set(term.slice(space + 1), posting)
+      }
     }
   }
 
@@ -84,21 +97,32 @@ export class AnswerSelector {
     return this.#byId.get(id)
   }
 
-  /** How likely each entry is for a message (`stems` from stemsOf), to pick from by request. */
+  /**
+   * How likely each entry is for a message (`stems` from stemsOf), to pick from by request: the terms are read as
+   * answerTerms reads them, without building them.
+   */
   rank (stems: readonly string[]): AnswerRanking {
     const scores = new Float64Array(this.#entries.length)
-    let matched = 0
-    const seen = new Set<string>()
-    for (const term of answerTerms(stems)) {
-      if (seen.has(term)) continue
-      seen.add(term)
-      const posting = this.#postings.get(term)
-      if (posting === undefined) continue
-      matched++
-      for (let i = 0; i < posting.entries.length; i++) scores[posting.entries[i]!]! += posting.weights[i]!
+    const added = this.#added
+    added.clear()
+    let previous: string | undefined
+    for (const stem of stems) {
+      if (!isContentStem(stem)) continue
+      const unigram = this.#unigrams.get(stem)
+      if (unigram !== undefined && !added.has(unigram)) {
+        added.add(unigram)
+        addPosting(scores, unigram)
+      }
+      const bigram = previous === undefined ? undefined : this.#bigrams.get(previous)?.get(stem)
+      if (bigram !== undefined && !added.has(bigram)) {
+        added.add(bigram)
+        addPosting(scores, bigram)
+      }
+      previous = stem
     }
-    if (matched > 0) softmax(scores, TEMPERATURE)
-    return new AnswerRanking(this.#entries, matched === 0 ? undefined : scores)
+    if (added.size === 0) return new AnswerRanking(this.#entries, undefined)
+    softmax(scores, TEMPERATURE)
+    return new AnswerRanking(this.#entries, scores)
   }
 }
 
@@ -143,12 +167,23 @@ export class AnswerRanking {
   }
 }
 
+interface Posting {
+  entries: Int32Array
+  weights: Float64Array
+}
+
+function addPosting (scores: Float64Array, posting: Posting): void {
+  for (let i = 0; i < posting.entries.length; i++) scores[posting.entries[i]!]! += posting.weights[i]!
+}
+
+/** Scores to probabilities; the entries no term matched share one value, computed once. */
 function softmax (scores: Float64Array, temperature: number): void {
-  let max = -Infinity
+  let max = 0
   for (let i = 0; i < scores.length; i++) if (scores[i]! > max) max = scores[i]!
+  const unmatched = Math.exp(-max / temperature)
   let sum = 0
   for (let i = 0; i < scores.length; i++) {
-    scores[i] = Math.exp((scores[i]! - max) / temperature)
+    scores[i] = scores[i] === 0 ? unmatched : Math.exp((scores[i]! - max) / temperature)
     sum += scores[i]!
   }
   for (let i = 0; i < scores.length; i++) scores[i]! /= sum

@@ -19,17 +19,21 @@ export function stemsOf (text: string): string[] {
  * without numbers, and each pair of neighbouring stems ("how long" is not "how much").
  */
 export function answerTerms (stems: readonly string[]): string[] {
-  const kept: string[] = []
-  for (const stem of stems) if (!IGNORED.has(stem) && !HAS_DIGIT.test(stem)) kept.push(stem)
+  const kept = stems.filter(isContentStem)
   const terms = kept.slice()
   for (let i = 1; i < kept.length; i++) terms.push(`${kept[i - 1]!} ${kept[i]!}`)
   return terms
 }
 
+/** Whether a stem says something about which answer is meant: neither an ignored word nor a number. */
+export function isContentStem (stem: string): boolean {
+  return !IGNORED.has(stem) && !HAS_DIGIT.test(stem)
+}
+
 /** How many of the stems say something: neither ignored words nor numbers. */
 export function contentWordCount (stems: readonly string[]): number {
   let count = 0
-  for (const stem of stems) if (!IGNORED.has(stem) && !HAS_DIGIT.test(stem)) count++
+  for (const stem of stems) if (isContentStem(stem)) count++
   return count
 }
 
