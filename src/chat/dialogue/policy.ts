@@ -192,13 +192,20 @@ export class DialoguePolicy {
       return this.#continue(turn, request)
     }
 
+    // "ok" after the assistant said it would come to another request next: that request.
+    const next = previous.queued?.[0]
+    if (next !== undefined && isYes(message, understanding) && !cues.has('goodbye')) {
+      slots.queued = previous.queued!.slice(1)
+      return this.#answerOrAct(turn, next, undefined, 1, reading.answers)
+    }
+
     // "thanks, bye", "ok I'll check my spam, thanks": a courtesy, whatever the words beside it.
     const courtesy = courtesyOf(understanding, message)
     if (courtesy !== undefined) return this.#courtesy(turn, courtesy)
 
     // "I bought a lamp from you on 25 October": a statement, no request yet (known only from the message's cues).
     if (reading.slots !== undefined && !message.asks && message.situation === undefined && understanding.situation === undefined && !understanding.angry &&
-      (entities.dateIsPurchase === true || entities.orderId !== undefined)) {
+      (newDate || entities.orderId !== undefined)) {
       if (request !== undefined) return this.#continue(turn, request)
       return this.#acknowledge(turn)
     }
