@@ -203,9 +203,10 @@ export class DialoguePolicy {
     const courtesy = courtesyOf(understanding, message)
     if (courtesy !== undefined) return this.#courtesy(turn, courtesy)
 
-    // "I bought a lamp from you on 25 October": a statement, no request yet (known only from the message's cues).
+    // "I bought a lamp from you on 25 October": a statement, no request yet (known only from the message's cues),
+    // unless the model is sure of a request in it.
     if (reading.slots !== undefined && !message.asks && message.situation === undefined && understanding.situation === undefined && !understanding.angry &&
-      (newDate || entities.orderId !== undefined)) {
+      newDate && (understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
       if (request !== undefined) return this.#continue(turn, request)
       return this.#acknowledge(turn)
     }
@@ -255,8 +256,7 @@ export class DialoguePolicy {
     // "It didn't help", said about the request just answered: its next step, or a person.
     const topic = state.topic
     const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
-    if (cues.has('not_helped') && topic !== undefined && !newOrder &&
-      (this.#sameMatter(intent, topic) || (justAnswered && confidence < CLEARLY_OTHER))) {
+    if (cues.has('not_helped') && topic !== undefined && !newOrder && (this.#sameMatter(intent, topic) || justAnswered)) {
       return this.#notHelped(turn, topic.intent)
     }
 
@@ -274,7 +274,7 @@ export class DialoguePolicy {
   #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined): Decision {
     // A request that hands over, or an angry complaint, is answered by handing over.
     if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
-      const choice = this.#answerFor(intent, turn.state.topic, answers)
+      const choice = this.#answerFor(intent, turn.state.topic, answers, turn.understanding.candidates)
       if (choice !== undefined) return this.#answer(turn, choice, intent, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
@@ -282,27 +282,32 @@ export class DialoguePolicy {
 
   /**
    * The best answer within the request, or within the active request and the question asked in it when one of
-   * theirs is more probable ("and do I pay the postage?" in a return, read as a delivery question).
+   * theirs is more probable ("and do I pay the postage?" in a return, read as a delivery question), or the answer
+   * the selector is surest of when that is far more probable and the intent model finds its request plausible too.
    */
-  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined): AnswerChoice | undefined {
+  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = []): AnswerChoice | undefined {
     if (answers === undefined) return undefined
     const own = answers.best(new Set([intent]))
     const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
-    const choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) ? active : own
+    let choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) ? active : own
+    const top = answers.top()
+    if (top?.answer !== undefined && top.confidence >= RESCUE_CONFIDENCE && top.confidence > (choice?.confidence ?? 0) &&
+      candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && top.answer!.intents.includes(candidate.intent as SupportIntent))) choice = top
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
 
   /** An off-topic or unclear message that the answer selector is sure is a question the pack answers. */
   #rescue (turn: Turn, understanding: Understanding, answers: AnswerRanking | undefined, confidence: number): Decision | undefined {
-    // Right after an off-topic question, the customer is still off-topic ("and how long do I bake it?").
-    if (answers === undefined || understanding.coverage < MIN_COVERAGE || turn.state.previousIntent === OUT_OF_SCOPE) return undefined
+    if (answers === undefined || understanding.coverage < MIN_COVERAGE) return undefined
     const topic = turn.state.topic
+    // A question of the active request ("do you need a photo of it?" in a return) is answered, even after an aside.
     const inTopic = topic === undefined ? undefined : this.#answerFor(topic.intent, topic, answers)
-    const top = inTopic ?? answers.top()
+    // Any other: right after an off-topic question the customer is still off-topic ("and how long do I bake it?"),
+    // and the intent model must find the answer's request plausible too (the selector reads only shared words).
+    const top = inTopic ?? (turn.state.previousIntent === OUT_OF_SCOPE ? undefined : answers.top())
     if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE) return undefined
     const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
-    // The intent model must find the answer's request plausible too: the selector alone reads only shared words.
-    if (!understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
+    if (inTopic === undefined && !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
     const intent = topic !== undefined && choice.answer.intents.includes(topic.intent) ? topic.intent : choice.answer.intents[0]!
     return this.#answer(turn, choice, intent, Math.max(confidence, choice.confidence), understanding.situation)
   }
@@ -512,7 +517,8 @@ export class DialoguePolicy {
     if (clauses === undefined) return []
     const requests = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) &&
       clause.understanding.confidence >= CLAUSE_CONFIDENCE && clause.asks)
-    const distinct = requests.filter((clause, i) => requests.findIndex((other) => other.understanding.intent === clause.understanding.intent) === i)
+    // A clause of the same family as an earlier one is a detail of it ("I don't want it any more. Can I send it back?").
+    const distinct = requests.filter((clause, i) => !requests.slice(0, i).some((other) => this.#sameFamily(other.understanding.intent, clause.understanding.intent)))
     if (distinct.length < 2 || !distinct.some((clause) => clause.understanding.intent === whole.intent)) return []
     return distinct
   }
