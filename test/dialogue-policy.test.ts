@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { AnswerSelector } from '../src/chat/answers/selector.ts'
-import { stemsOf } from '../src/chat/answers/terms.ts'
+import { readWords, stemsOf } from '../src/chat/answers/terms.ts'
 import { DialoguePolicy, type Decision, type DialogueState, type MessageReading } from '../src/chat/dialogue/policy.ts'
 import { SlotReader } from '../src/chat/dialogue/slots.ts'
 import { loadDomainPack } from '../src/chat/domain-pack/load.ts'
@@ -134,7 +134,7 @@ describe('the dialogue policy with slots and answers', () => {
   const answers = new AnswerSelector(pack.answers, pack.requests)
   const read = (text: string): MessageReading => {
     const stems = stemsOf(text)
-    return { text, answers: answers.rank(stems), slots: slots.read(stems, text) }
+    return { text, answers: answers.rank(stems), slots: slots.read(stems, text, readWords(text).words) }
   }
   const decide = (state: DialogueState, text: string, understanding: Understanding, context = {}): Decision =>
     policy.decide(state, understanding, context, TODAY, read(text))

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { AnswerSelector } from './answers/selector.ts'
-import { stemsOf } from './answers/terms.ts'
+import { readWords } from './answers/terms.ts'
 import { utcDate } from './calendar.ts'
 import type { ConversationStore } from './conversation-store.ts'
 import { splitClauses } from './dialogue/clauses.ts'
@@ -129,8 +129,8 @@ export class ChatService {
    */
   read (message: string, today: string): { understanding: Understanding, reading: MessageReading } {
     const understanding = this.understander.understand(message, today)
-    const stems = stemsOf(message)
-    const reading: MessageReading = { text: message, answers: this.answers.rank(stems), slots: this.slots.read(stems, message) }
+    const { words, stems } = readWords(message)
+    const reading: MessageReading = { text: message, answers: this.answers.rank(stems), slots: this.slots.read(stems, message, words) }
     const clauses = this.#clauses(message, understanding, today)
     if (clauses !== undefined) reading.clauses = clauses
     return { understanding, reading }
@@ -142,12 +142,13 @@ export class ChatService {
    */
   #clauses (message: string, understanding: Understanding, today: string): ClauseReading[] | undefined {
     const second = understanding.candidates[1]
-    if (second === undefined || second.probability < SECOND_REQUEST_PROBABILITY || !SUPPORT.has(second.intent)) return undefined
+    const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && SUPPORT.has(second.intent)
+    if (!likely && !ANOTHER_REQUEST.test(message)) return undefined
     const clauses = splitClauses(message)
     if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
     return clauses.map((clause) => {
-      const stems = stemsOf(clause)
-      const slots = this.slots.read(stems, clause)
+      const { words, stems } = readWords(clause)
+      const slots = this.slots.read(stems, clause, words)
       return { understanding: this.understander.understand(clause, today), answers: this.answers.rank(stems), asks: slots.asks || slots.situation !== undefined }
     })
   }
@@ -202,8 +203,12 @@ export class ChatService {
 /** A message adds the customer's turn and the reply; the last two are all a message reads of the history. */
 const TURNS_PER_MESSAGE = 2
 const SUPPORT: ReadonlySet<string> = new Set(SUPPORT_INTENTS)
-/** How probable a second request must be, for the whole message, before its clauses are read one by one. */
-const SECOND_REQUEST_PROBABILITY = 0.1
+/**
+ * How probable a second request must be, for the whole message, before its clauses are read one by one — or the
+ * message says it asks another thing.
+ */
+const SECOND_REQUEST_PROBABILITY = 0.05
+const ANOTHER_REQUEST = /\b(?:also|plus|another thing|as well)\b/i
 /** A message of more clauses is a story, not a list of requests: it is read whole. */
 const MAX_CLAUSES = 6
 

@@ -6,12 +6,17 @@ import { wordsOf } from '../nlu/text.ts'
  * normalises text ("didn't" → "did not", "u" → "you"). The answer selector and the slot phrases both read these.
  */
 export function stemsOf (text: string): string[] {
+  return readWords(text).stems
+}
+
+/** The words of a text, normalised, and their stems, one for one. */
+export function readWords (text: string): { words: string[], stems: string[] } {
   // No entity spans: a number or a date says nothing about which answer or slot is meant, and finding dates costs
   // more than everything else here.
   const words = wordsOf(text, [])
   const stems = new Array<string>(words.length)
   for (let i = 0; i < words.length; i++) stems[i] = stemOf(words[i]!)
-  return stems
+  return { words, stems }
 }
 
 /**

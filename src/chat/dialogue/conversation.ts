@@ -26,6 +26,8 @@ export interface Topic {
   answer?: string
   /** A question about the shop answered while this request stays active ("what are your hours?"). */
   aside?: SupportIntent
+  /** The answer given to that question. */
+  asideAnswer?: string
 }
 
 /** Everything remembered about one conversation; stored as JSON. */

@@ -187,7 +187,10 @@ export class DialoguePolicy {
       understanding.confidence >= (cues.has('another') ? CLEARLY_OTHER : PROBABLY_OTHER)
     const forAnother = orderId !== undefined && (cues.has('another') || cues.has('correction')) && message.contentWords <= MAX_VALUE_WORDS && !asksOther
     const correctsDate = newDate && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && !asksOther
-    if (valueMessage || forAnother || correctsDate) {
+    // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
+    const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
+      message.contentWords <= MAX_VALUE_WORDS && !asksOther
+    if (valueMessage || forAnother || correctsDate || slotValue) {
       if (request === undefined) return this.#acknowledge(turn)
       return this.#continue(turn, request)
     }
@@ -205,7 +208,7 @@ export class DialoguePolicy {
 
     // "I bought a lamp from you on 25 October": a statement, no request yet (known only from the message's cues),
     // unless the model is sure of a request in it.
-    if (reading.slots !== undefined && !message.asks && message.situation === undefined && understanding.situation === undefined && !understanding.angry &&
+    if (reading.slots !== undefined && !message.asks && message.situation === undefined && !understanding.angry &&
       newDate && (understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
       if (request !== undefined) return this.#continue(turn, request)
       return this.#acknowledge(turn)
@@ -261,10 +264,10 @@ export class DialoguePolicy {
     }
 
     const decision = this.#answerOrAct(turn, intent, situation, confidence, answers)
-    // The same reply again, to other words than last time, within three turns: what was said did not help.
+    // The same reply as the last, to other words than last time: what was said did not help.
     const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && decision.intent === topic.intent &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
-      (state.slots?.recent ?? []).includes(decision.slots.recent!.at(-1)!)
+      state.slots?.recent?.at(-1) === decision.slots.recent!.at(-1)
     if (repeated) return this.#notHelped(turn, topic.intent)
     for (const clause of clauses.slice(1)) decision.more.push(...this.#alsoAsked(turn, decision, clause))
     return decision
@@ -317,9 +320,10 @@ export class DialoguePolicy {
     const { answer } = choice
     // The request the customer asked in when the answer belongs to it; else the active request's; else its own.
     const home = answer.intents[0]!
-    const active = turn.state.topic?.intent
-    const intent = answer.intents.includes(requested) ? requested : active !== undefined && answer.intents.includes(active) ? active : home
-    const topic: Topic = { ...this.#activeAfter(turn.state.topic, intent), answer: answer.id }
+    const current = turn.state.topic?.intent
+    const intent = answer.intents.includes(requested) ? requested : current !== undefined && answer.intents.includes(current) ? current : home
+    const active = this.#activeAfter(turn.state.topic, intent)
+    const topic: Topic = active.aside === intent ? { ...active, asideAnswer: answer.id } : { ...active, answer: answer.id }
     const described = turn.slots.situation ?? modelSituation
     if (described !== undefined && topic.intent === intent) topic.situation = described
     const decision = this.#base(turn, {
@@ -375,8 +379,7 @@ export class DialoguePolicy {
   /** The active request after answering `intent`: a question about the shop leaves another request active. */
   #activeAfter (topic: Topic | undefined, intent: SupportIntent): Topic {
     if (topic !== undefined && topic.intent !== intent && this.#questions.has(intent) && !this.#questions.has(topic.intent)) {
-      const { answer: _answer, ...active } = withoutAside(topic)
-      return { ...active, aside: intent }
+      return { ...withoutAside(topic), aside: intent }
     }
     return { intent }
   }
@@ -388,7 +391,7 @@ export class DialoguePolicy {
     // A purchase date after a question about the return window (asked in the middle of the request) answers it.
     const aside = topic?.aside
     const request = aside !== undefined && turn.newDate && state.pendingIntent === undefined && this.#pack.intents[aside].uses_return_window === true ? aside : active
-    const answerId = state.pendingIntent === undefined || state.pendingIntent === topic?.intent ? topic?.answer : undefined
+    const answerId = request === aside ? topic?.asideAnswer : state.pendingIntent === undefined || state.pendingIntent === topic?.intent ? topic?.answer : undefined
     const answer = answerId === undefined ? undefined : this.#answers.get(answerId)
     // A purchase date the answer cannot speak to is answered by the request's reply, which reasons with it.
     if (answer !== undefined && answer.intents.includes(request) && (!turn.newDate || WINDOW_SITUATIONS.some((situation) => answer.replies[situation] !== undefined))) {
@@ -638,7 +641,7 @@ function normalised (text: string): string {
 }
 
 function withoutAside (topic: Topic): Topic {
-  const { aside: _aside, ...rest } = topic
+  const { aside: _aside, asideAnswer: _answer, ...rest } = topic
   return rest
 }
 

@@ -1,4 +1,4 @@
-import { contentWordCount, stemsOf } from '../answers/terms.ts'
+import { contentWordCount, readWords, stemsOf } from '../answers/terms.ts'
 import type { DomainSlots } from '../domain-pack/schema.ts'
 import type { SupportIntent } from '../intents.ts'
 
@@ -47,10 +47,13 @@ export interface Slots {
 export type PendingQuestion = 'request' | 'offer_person'
 
 export const MAX_QUEUED = 2
+/** Cues matched on words: stems lose the tense, and "I order" is no purchase yet. */
+const WORD_CUES: ReadonlySet<string> = new Set(['purchase'])
 /** Replies remembered so that none is repeated within three turns. */
 export const MAX_RECENT = 3
 
 interface Phrase {
+  /** The phrase's stems, or for the cues matched word for word, its words. */
   stems: readonly string[]
   slot: 'item_situation' | 'preference' | 'account' | 'payment_method' | 'cue'
   value: string
@@ -64,15 +67,19 @@ interface Phrase {
  */
 export class SlotReader {
   readonly #byFirstStem = new Map<string, Phrase[]>()
+  /** Cues whose tense matters ("bought", not "buy"), matched on words rather than stems. */
+  readonly #byFirstWord = new Map<string, Phrase[]>()
 
   constructor (slots: DomainSlots, paymentMethods: readonly string[] = []) {
     const add = (slot: Phrase['slot'], values: Record<string, readonly string[]>): void => {
       for (const [rank, [value, phrases]] of Object.entries(values).entries()) {
+        const byWord = WORD_CUES.has(value)
+        const index = byWord ? this.#byFirstWord : this.#byFirstStem
         for (const phrase of phrases) {
-          const stems = stemsOf(phrase)
+          const stems = byWord ? readWords(phrase).words : stemsOf(phrase)
           if (stems.length === 0) continue
-          let list = this.#byFirstStem.get(stems[0]!)
-          if (list === undefined) this.#byFirstStem.set(stems[0]!, list = [])
+          let list = index.get(stems[0]!)
+          if (list === undefined) index.set(stems[0]!, list = [])
           list.push({ stems, slot, value, rank })
         }
       }
@@ -84,21 +91,27 @@ export class SlotReader {
     add('payment_method', Object.fromEntries(paymentMethods.map((method) => [method, [method]])))
   }
 
-  /** The slots and cues of a message whose stems (stemsOf) are `stems` and whose text is `text`. */
-  read (stems: readonly string[], text: string): MessageSlots {
+  /** The slots and cues of a message whose words and stems (readWords) are given, and whose text is `text`. */
+  read (stems: readonly string[], text: string, words?: readonly string[]): MessageSlots {
     const best: Partial<Record<Phrase['slot'], Phrase>> = {}
     const cues = new Set<Cue>()
+    const found = (phrase: Phrase): void => {
+      if (phrase.slot === 'cue') {
+        cues.add(phrase.value as Cue)
+      } else {
+        const current = best[phrase.slot]
+        if (current === undefined || phrase.rank < current.rank) best[phrase.slot] = phrase
+      }
+    }
+    for (let i = 0; i < (words?.length ?? 0); i++) {
+      for (const phrase of this.#byFirstWord.get(words![i]!) ?? []) if (matchesAt(words!, i, phrase.stems)) found(phrase)
+    }
     for (let i = 0; i < stems.length; i++) {
       const phrases = this.#byFirstStem.get(stems[i]!)
       if (phrases === undefined) continue
       for (const phrase of phrases) {
         if (!matchesAt(stems, i, phrase.stems)) continue
-        if (phrase.slot === 'cue') {
-          cues.add(phrase.value as Cue)
-        } else {
-          const current = best[phrase.slot]
-          if (current === undefined || phrase.rank < current.rank) best[phrase.slot] = phrase
-        }
+        found(phrase)
       }
     }
     const slots: MessageSlots = { cues, asks: text.includes('?') || cues.has('request'), contentWords: contentWordCount(stems) }
