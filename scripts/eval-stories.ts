@@ -23,9 +23,11 @@ const chat = storyChat(pack, trained, 'https://shop.example.com')
 let passed = 0
 let turns = 0
 let failedTurns = 0
+let answered = 0
 for (const story of stories) {
   const result = await runStory(story, chat)
   turns += result.steps.length
+  if (result.steps.some((step) => step.answer !== undefined)) answered++
   if (result.passed) {
     passed++
     continue
@@ -34,9 +36,9 @@ for (const story of stories) {
   for (const step of result.steps) {
     failedTurns += step.problems.length > 0 ? 1 : 0
     const mark = step.problems.length === 0 ? '  ' : '✗ '
-    process.stdout.write(`   ${mark}${JSON.stringify(step.step.user)} → ${step.intent} [${step.links.join(', ')}]${step.handoff ? ' handoff' : ''}\n`)
+    process.stdout.write(`   ${mark}${JSON.stringify(step.step.user)} → ${step.intent}${step.answer === undefined ? '' : ` (${step.answer})`} [${step.links.join(', ')}]${step.handoff ? ' handoff' : ''}\n`)
     if (step.problems.length > 0) process.stdout.write(`       ${step.problems.join('; ')}\n       reply: ${step.reply}\n`)
   }
 }
-process.stdout.write(`\nstories ${passed}/${stories.length} passed (${((passed / Math.max(1, stories.length)) * 100).toFixed(1)}%), turns ${turns - failedTurns}/${turns}\n`)
+process.stdout.write(`\nstories ${passed}/${stories.length} passed (${((passed / Math.max(1, stories.length)) * 100).toFixed(1)}%), turns ${turns - failedTurns}/${turns}; ${answered} stories got one of the pack's answers\n`)
 if (passed < stories.length) process.exitCode = 1

@@ -25,6 +25,8 @@ const StoryStep = Type.Object({
   links: Type.Optional(Type.Array(Type.String())),
   /** Whether a person takes over; false when absent. */
   handoff: Type.Optional(Type.Boolean()),
+  /** The id of the pack's answer the reply gives (null: the request's own reply). Unchecked when absent. */
+  answer: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   /** The order number the conversation remembers after the turn (null: none). */
   order: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   /** The purchase date the conversation remembers after the turn (null: none). */
@@ -70,6 +72,8 @@ export interface StepResult {
   step: StoryStep
   reply: string
   intent: string
+  /** The answer the reply gave, if it gave one. */
+  answer?: string
   links: string[]
   handoff: boolean
   /** What differed from the story; empty when the step passed. */
@@ -117,6 +121,7 @@ export async function runStory (story: Story, chatFor: StoryChat): Promise<Story
     if (sent.intent !== step.intent) problems.push(`intent ${sent.intent}, expected ${step.intent}`)
     if (step.links !== undefined && links.join(',') !== step.links.join(',')) problems.push(`links [${links.join(', ')}], expected [${step.links.join(', ')}]`)
     if (sent.handoff !== (step.handoff ?? false)) problems.push(`handoff ${String(sent.handoff)}, expected ${String(step.handoff ?? false)}`)
+    if (step.answer !== undefined && (sent.answer ?? null) !== step.answer) problems.push(`answer ${sent.answer ?? 'none'}, expected ${step.answer ?? 'none'}`)
     if (step.order !== undefined && (facts['order_id'] ?? null) !== step.order) problems.push(`order ${String(facts['order_id'] ?? null)}, expected ${String(step.order)}`)
     if (step.purchase_date !== undefined && (facts['purchase_date'] ?? null) !== step.purchase_date) {
       problems.push(`purchase date ${String(facts['purchase_date'] ?? null)}, expected ${String(step.purchase_date)}`)
@@ -124,7 +129,7 @@ export async function runStory (story: Story, chatFor: StoryChat): Promise<Story
     const text = sent.reply.toLowerCase()
     for (const expected of step.reply ?? []) if (!text.includes(expected.toLowerCase())) problems.push(`reply lacks "${expected}"`)
     for (const unwanted of step.not_reply ?? []) if (text.includes(unwanted.toLowerCase())) problems.push(`reply has "${unwanted}"`)
-    steps.push({ step, reply: sent.reply, intent: sent.intent, links, handoff: sent.handoff, problems })
+    steps.push({ step, reply: sent.reply, intent: sent.intent, ...(sent.answer === undefined ? {} : { answer: sent.answer }), links, handoff: sent.handoff, problems })
   }
   return { story, steps, passed: steps.every((step) => step.problems.length === 0) }
 }
