@@ -1,6 +1,6 @@
 /**
  * npm run eval -- <file.csv>…: how well the assistant understands labelled messages and answers held-out questions
- * (docs/chat.md "Evaluation"). A CSV with `utterance` and `intent` columns is labelled messages; one with `question`
+ * (docs/chat.md, "Evaluation"). A CSV with `utterance` and `intent` columns is labelled messages; one with `question`
  * and `answer` columns (an answer id) is held-out questions — without any on the command line, test/fixtures'
  * answers-*.csv are. Other columns are ignored. The model is trained from the domain pack (DOMAIN_PACK, or the
  * default pack) exactly as the service trains it.
@@ -18,7 +18,7 @@ import { loadEnglishWords } from '../src/chat/nlu/english.ts'
 import { DEFAULT_MODEL_CACHE, trainedForPack } from '../src/chat/nlu/model-cache.ts'
 import { DEFAULT_SEEDS, trainUnderstanding } from '../src/chat/nlu/training.ts'
 import { Understander } from '../src/chat/nlu/understand.ts'
-import { timeClassification } from './classification-timing.ts'
+import { timeClassification } from '../test/support/classification-timing.ts'
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { spread: { type: 'string' } } })
 if (positionals.length === 0) {

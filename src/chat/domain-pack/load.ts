@@ -8,7 +8,7 @@ import { linkValueNames, ReplyTemplate, TemplateSyntaxError } from '../replies/t
 import { deliveryOptionValues, figuresIn, policyFacts } from './policy-facts.ts'
 import { AnswersFile, DomainPack, NluFile } from './schema.ts'
 
-/** The pack that ships with the service: `domain/` (README: "The domain pack"). */
+/** The pack that ships with the service: `domain/` (docs/chat.md, "The domain pack"). */
 export const DEFAULT_DOMAIN_PACK = fileURLToPath(new URL('../../../domain', import.meta.url))
 
 /** Values every reply can use, from the pack's policies. */
