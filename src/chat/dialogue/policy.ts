@@ -138,9 +138,12 @@ export class DialoguePolicy {
     const previous = state.slots ?? {}
     const request = state.pendingIntent ?? state.topic?.intent
     const facts: Record<string, Fact> = { ...state.facts, ...context }
-    // A value, with at most a few words around it ("buyed it 3 days ago", "order nr 84106").
+    // A value, with at most a few words around it ("buyed it 3 days ago", "order nr 84106") — with no request active,
+    // unless those words are a request the model is sure of ("scrap order 77310").
+    const sureRequest = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence >= PROBABLY_OTHER
     const valueMessage = understanding.valueOnly || entities.bareCode !== undefined ||
-      ((entities.date !== undefined || entities.orderId !== undefined) && message.contentWords <= MAX_VALUE_AROUND && !message.asks && message.situation === undefined && reading.slots !== undefined)
+      ((entities.date !== undefined || entities.orderId !== undefined) && message.contentWords <= MAX_VALUE_AROUND && !message.asks &&
+        message.situation === undefined && reading.slots !== undefined && (request !== undefined || !sureRequest))
 
     const orderId = entities.orderId ?? (valueMessage && request !== undefined ? entities.bareCode : undefined)
     const newOrder = orderId !== undefined && orderId !== state.facts['order_id']
@@ -422,7 +425,7 @@ export class DialoguePolicy {
   #notHelped (turn: Turn, intent: SupportIntent): Decision {
     const recent = turn.state.slots?.recent ?? []
     const topic = turn.state.topic ?? { intent }
-    if (this.#pack.intents[intent].replies['not_helped'] !== undefined && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts))) {
+    if (this.#pack.intents[intent].replies['not_helped'] !== undefined && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts, turn.values))) {
       return this.#base(turn, { intent, confidence: 1, reply: { kind: 'intent', situations: ['not_helped'], otherwise: 'not_helped' }, handoff: false, topic })
     }
     if (recent.at(-1) === 'fallback:not_helped') return this.#act(turn, 'contact_human_agent', undefined, 1)
@@ -467,7 +470,7 @@ export class DialoguePolicy {
       ...(state.pendingIntent === undefined || decision.intent === state.pendingIntent || !SOCIAL.has(decision.intent) ? {} : { pendingIntent: state.pendingIntent })
     }
     if (decision.topic === undefined) delete full.topic
-    full.slots.recent = [...state.slots?.recent ?? [], replyKey(decision.intent, decision.reply, facts)].slice(-MAX_RECENT)
+    full.slots.recent = [...state.slots?.recent ?? [], replyKey(decision.intent, decision.reply, facts, turn.values)].slice(-MAX_RECENT)
     if (decision.handoff) full.slots.handedOff = true
     else delete full.slots.handedOff
     return full
@@ -520,9 +523,20 @@ export class DialoguePolicy {
     if (clauses === undefined) return []
     const requests = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) &&
       clause.understanding.confidence >= CLAUSE_CONFIDENCE && clause.asks)
-    // A clause of the same family as an earlier one is a detail of it ("I don't want it any more. Can I send it back?").
-    const distinct = requests.filter((clause, i) => !requests.slice(0, i).some((other) => this.#sameFamily(other.understanding.intent, clause.understanding.intent)))
-    if (distinct.length < 2 || !distinct.some((clause) => clause.understanding.intent === whole.intent)) return []
+    // A clause of the same family as an earlier one is a detail of it ("I don't want it any more. Can I send it back?"),
+    // unless it asks a question of its own that has another answer ("how long does the refund take, and could I get
+    // a replacement instead?").
+    const answerOf = (clause: ClauseReading): string | undefined => {
+      const best = clause.answers?.best(new Set([clause.understanding.intent as SupportIntent, requests[0]!.understanding.intent as SupportIntent]))
+      return best?.answer !== undefined && best.confidence >= this.#answerThreshold ? best.answer.id : undefined
+    }
+    const distinct = requests.filter((clause, i) => {
+      const earlier = requests.slice(0, i)
+      if (!earlier.some((other) => this.#sameFamily(other.understanding.intent, clause.understanding.intent))) return true
+      const own = answerOf(clause)
+      return own !== undefined && earlier.every((other) => answerOf(other) !== own)
+    })
+    if (distinct.length < 2 || !distinct.some((clause) => clause.understanding.intent === whole.intent || this.#sameFamily(clause.understanding.intent, whole.intent))) return []
     return distinct
   }
 
@@ -619,9 +633,12 @@ interface Reading {
   status: Understanding['status']
 }
 
-/** What identifies a reply among the last few: the answer, or the intent and its situation, and the order. */
-export function replyKey (intent: IntentName, reply: ReplyChoice, facts: Readonly<Record<string, Fact>>): string {
-  const order = facts['order_id'] === undefined ? '' : `#${String(facts['order_id'])}`
+/**
+ * What identifies a reply among the last few: the answer, or the intent and its situation, the order and the values
+ * the message itself gave it (the payment method named).
+ */
+export function replyKey (intent: IntentName, reply: ReplyChoice, facts: Readonly<Record<string, Fact>>, values: Readonly<Record<string, string>> = {}): string {
+  const order = (facts['order_id'] === undefined ? '' : `#${String(facts['order_id'])}`) + Object.values(values).map((value) => `:${value}`).join('')
   switch (reply.kind) {
     case 'answer': return `answer:${reply.id}/${reply.situations[0] ?? 'default'}${order}`
     case 'fallback': return `fallback:${reply.name}`
