@@ -59,12 +59,13 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
     fastify.metrics.chatReplies.inc({ intent: sent.intent })
     if (sent.handoff) fastify.metrics.chatHandoffs.inc()
     // Never the message or the context: they are the customer's words and data.
-    request.logFields = { conversationId: sent.conversationId, intent: sent.intent, handoff: sent.handoff }
+    request.logFields = { conversationId: sent.conversationId, intent: sent.intent, handoff: sent.handoff, ...(sent.answer === undefined ? {} : { answer: sent.answer }) }
     return {
       reply: sent.reply,
       conversation_id: sent.conversationId,
       timestamp: sent.timestamp,
       intent: sent.intent,
+      ...(sent.answer === undefined ? {} : { answer: sent.answer }),
       confidence: sent.confidence,
       links: sent.links.map(({ label, url }) => ({ label, url })),
       handoff: sent.handoff

@@ -73,6 +73,11 @@ export const ChatReply = Type.Object({
   conversation_id: Type.String({ description: 'Send it back to continue the conversation', examples: ['7b0e6c52-4a1e-4df4-9d43-1d2f0f1f6a80'] }),
   timestamp: Type.String({ format: 'date-time', description: 'When the reply was made, ISO 8601 UTC', examples: ['2026-11-21T10:15:00.000Z'] }),
   intent: Intent,
+  answer: Type.Optional(Type.String({
+    pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)+$',
+    description: 'When the reply answers a question asked within the request, the id of the domain pack\'s answer it gives (absent when the reply is the request\'s own)',
+    examples: ['returns.shipping_cost']
+  })),
   confidence: Type.Number({ minimum: 0, maximum: 1, description: 'How sure the assistant is of the intent', examples: [0.93] }),
   links: Type.Array(Type.Ref(ChatLink), { description: 'The links the reply mentions, in order (empty when none)' }),
   handoff: Type.Boolean({ description: 'True when the customer should now be routed to a person' })

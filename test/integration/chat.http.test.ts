@@ -15,6 +15,7 @@ interface ChatBody {
   conversation_id: string
   timestamp: string
   intent: string
+  answer?: string
   confidence: number
   links: Array<{ label: string, url: string }>
   handoff: boolean
@@ -85,6 +86,17 @@ describe.each([
     expect(Math.abs(Date.parse(body.timestamp) - Date.now())).toBeLessThan(60_000)
     expect(body.conversation_id).toMatch(/^[0-9a-f-]{36}$/)
     expect(body).toMatchObject({ links: [], handoff: false })
+  })
+
+  it('names the answer it gives to a question inside a request, across the conversation, and none for a plain request', async () => {
+    const first = await send({ message: 'you sent me the wrong colour, order 40551' })
+    expect(first.intent).toBe('get_refund')
+    expect(first).not.toHaveProperty('answer')
+    const second = await send({ message: 'is sending it back free?', conversation_id: first.conversation_id })
+    expect(second).toMatchObject({ intent: 'check_refund_policy', answer: 'returns.shipping_cost', handoff: false })
+    expect(second.reply).toMatch(/^Yes, sending back a wrong item is free\./)
+    expect(second.links).toEqual([{ label: 'Return or refund', url: 'https://shop.example.com/orders/40551/return' }])
+    expect(Object.keys(second).sort()).toEqual(['answer', 'confidence', 'conversation_id', 'handoff', 'intent', 'links', 'reply', 'timestamp'])
   })
 
   it('asks for the order number, then completes the request when it comes', async () => {
