@@ -65,6 +65,8 @@ export interface MemoryStoreOptions {
 const CONVERSATION_OVERHEAD = 800
 const TURN_OVERHEAD = 130
 const FACT_OVERHEAD = 50
+/** The dialogue's slots: a few short ids, bounded by their own limits (src/chat/dialogue/slots.ts). */
+const SLOTS_OVERHEAD = 400
 
 /**
  * What a conversation takes in memory, estimated from its text (a byte a character: most conversations are Latin
@@ -77,6 +79,7 @@ export function conversationBytes (conversation: Conversation): number {
     bytes += FACT_OVERHEAD + name.length + (typeof value === 'string' ? value.length : 0)
   }
   for (const turn of conversation.turns) bytes += TURN_OVERHEAD + turn.text.length
+  if (conversation.slots !== undefined) bytes += SLOTS_OVERHEAD
   return bytes
 }
 
