@@ -5,6 +5,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { envSchema } from 'env-schema'
 import { DEFAULT_MODEL_CACHE } from './chat/nlu/model-cache.ts'
+import { DEFAULT_CLIENT_SHARE, type ExifToolConfig } from './metadata/extractor.ts'
 import { parseTrustAnchors, type ContentCredentialsConfig } from './metadata/provenance/c2pa-verifier.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -39,9 +40,31 @@ const EnvSchema = Type.Object({
   C2PA_TRUST_ANCHORS: Type.Optional(Type.String({ minLength: 1 })),
   C2PA_WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
   C2PA_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
-  EXIFTOOL_PROCS: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
-  EXIFTOOL_TASK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
-  EXIFTOOL_MAX_QUEUE: Type.Integer({ minimum: 1, maximum: 100_000, default: 256 }),
+  EXIFTOOL_PROCS: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 64,
+    description: 'ExifTool processes per worker process. Default: the machine\'s cores divided by WORKERS (at least 1).'
+  })),
+  EXIFTOOL_TASK_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 10_000,
+    description: 'Time an ExifTool process may spend on one image: past it the process is replaced and the image tried once ' +
+      'more; then 503 EXTRACTION_TIMEOUT.'
+  }),
+  EXIFTOOL_MAX_QUEUE: Type.Integer({
+    minimum: 1,
+    maximum: 100_000,
+    default: 256,
+    description: 'Images waiting for an ExifTool process; beyond it 503 EXTRACTOR_BUSY. One API key may hold EXIFTOOL_KEY_SHARE of it.'
+  }),
+  EXIFTOOL_KEY_SHARE: Type.Number({
+    exclusiveMinimum: 0,
+    maximum: 1,
+    default: DEFAULT_CLIENT_SHARE,
+    description: 'The share of the ExifTool processes (and of EXIFTOOL_MAX_QUEUE) the images of one API key may hold at once, ' +
+      'at least one process: other keys\' images are not kept waiting by one key\'s slow files. 1: no per-key limit.'
+  }),
   TMPDIR: Type.Optional(Type.String({ minLength: 1 })),
   DOMAIN_PACK: Type.Optional(Type.String({ minLength: 1 })),
   DOMAIN_FILE: Type.Optional(Type.String()),
@@ -68,15 +91,6 @@ const EnvSchema = Type.Object({
   PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/]+(/[^\\s]*)?$' }))
 })
 type Env = Static<typeof EnvSchema>
-
-export interface ExifToolConfig {
-  /** ExifTool processes kept in the pool (of each worker process). */
-  procs: number
-  /** Per-image limit; a child that exceeds it is replaced and the image tried once more. */
-  taskTimeoutMs: number
-  /** Images waiting for a free process before new requests get 503. */
-  maxQueue: number
-}
 
 export interface ChatConfig {
   /** The domain pack: a directory (responses.yaml + nlu/) or one YAML or JSON file; domain/ when unset. */
@@ -231,7 +245,8 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
       // One ExifTool process per core for the machine, whatever the number of workers sharing it.
       procs: env.EXIFTOOL_PROCS ?? Math.max(1, Math.round(availableParallelism() / env.WORKERS)),
       taskTimeoutMs: env.EXIFTOOL_TASK_TIMEOUT_MS,
-      maxQueue: env.EXIFTOOL_MAX_QUEUE
+      maxQueue: env.EXIFTOOL_MAX_QUEUE,
+      clientShare: env.EXIFTOOL_KEY_SHARE
     },
     tempRoot: env.TMPDIR ?? tmpdir(),
     chat: {

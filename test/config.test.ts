@@ -9,7 +9,7 @@ import { runProcess, type ProcessResult } from './support/processes.ts'
 
 const VARIABLES = [
   'NODE_ENV', 'PORT', 'HOST', 'WORKERS', 'API_KEYS', 'API_KEYS_FILE', 'LOG_LEVEL', 'MAX_IMAGE_BYTES',
-  'EXIFTOOL_PROCS', 'EXIFTOOL_TASK_TIMEOUT_MS', 'EXIFTOOL_MAX_QUEUE', 'TMPDIR', 'REDIS_URL'
+  'EXIFTOOL_PROCS', 'EXIFTOOL_TASK_TIMEOUT_MS', 'EXIFTOOL_MAX_QUEUE', 'EXIFTOOL_KEY_SHARE', 'TMPDIR', 'REDIS_URL'
 ]
 const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** A self-signed certificate (made once with openssl for this test; it signs nothing). */
@@ -88,7 +88,12 @@ describe('loadConfig', () => {
       maxImageBytes: 26_214_400,
       maxUploadBytes: 209_715_200,
       contentCredentials: { workers: 1, timeoutMs: 10_000 },
-      exiftool: { procs: availableParallelism(), taskTimeoutMs: 10_000, maxQueue: 256 },
+      exiftool: {
+        procs: availableParallelism(),
+        taskTimeoutMs: 10_000,
+        maxQueue: 256,
+        clientShare: 0.5
+      },
       tempRoot: tmpdir(),
       chat: {
         modelCacheDir: DEFAULT_MODEL_CACHE,
@@ -134,6 +139,7 @@ describe('loadConfig', () => {
       EXIFTOOL_PROCS: '3',
       EXIFTOOL_TASK_TIMEOUT_MS: '2500',
       EXIFTOOL_MAX_QUEUE: '32',
+      EXIFTOOL_KEY_SHARE: '0.25',
       TMPDIR: '/var/tmp',
       DOMAIN_PACK: '/etc/shop/domain',
       MODEL_CACHE_DIR: '/var/cache/chat',
@@ -173,7 +179,12 @@ describe('loadConfig', () => {
       maxImageBytes: 1_048_576,
       maxUploadBytes: 524_288_000,
       contentCredentials: { trustAnchorsPem: TEST_CERTIFICATE_PEM, workers: 2, timeoutMs: 3000 },
-      exiftool: { procs: 3, taskTimeoutMs: 2500, maxQueue: 32 },
+      exiftool: {
+        procs: 3,
+        taskTimeoutMs: 2500,
+        maxQueue: 32,
+        clientShare: 0.25
+      },
       tempRoot: '/var/tmp',
       chat: {
         domainPack: '/etc/shop/domain',
@@ -214,6 +225,8 @@ describe('loadConfig', () => {
     ['EXIFTOOL_TASK_TIMEOUT_MS', '0'],
     ['EXIFTOOL_TASK_TIMEOUT_MS', 'soon'],
     ['EXIFTOOL_MAX_QUEUE', '0'],
+    ['EXIFTOOL_KEY_SHARE', '0'],
+    ['EXIFTOOL_KEY_SHARE', '1.5'],
     ['TMPDIR', ''],
     ['API_KEYS_FILE', ''],
     ['DOMAIN_PACK', ''],

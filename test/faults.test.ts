@@ -5,7 +5,6 @@ import { request as httpRequest, type ClientRequest } from 'node:http'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { ExifTool } from 'exiftool-vendored'
-import { ReadRawTask } from 'exiftool-vendored/dist/ReadRawTask.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { AUTH, createTestApp, imageForm, listen, multipart, TEST_CHAT_CONFIG, type TestApp } from './support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from './support/images.ts'
@@ -194,9 +193,10 @@ describe('a client that goes away', () => {
   let t: TestApp
   let base: string
   const watchPool = () => vi.spyOn(ExifTool.prototype, 'enqueueTask')
-  /** Every task handed to the ExifTool pool; the extractor's hand over a read already made, so it can be looked at. */
+  /** Every task handed to the ExifTool pool; a read's (exiftool-vendored's readRaw) names the file it reads. */
   let pool: ReturnType<typeof watchPool>
-  const readTasks = (): ReadRawTask[] => pool.mock.calls.map(([task]) => task()).filter((task) => task instanceof ReadRawTask)
+  const readTasks = (): Array<{ sourceFile: string }> => pool.mock.calls.map(([task]) => task() as object)
+    .filter((task): task is { sourceFile: string } => 'sourceFile' in task && typeof task.sourceFile === 'string')
   const readsOf = (path: string): number => readTasks().filter((task) => task.sourceFile === path).length
   const readPaths = (): string[] => [...new Set(readTasks().map((task) => task.sourceFile).filter((path) => path.startsWith(t.tempRoot)))]
 
