@@ -5,7 +5,13 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { envSchema } from 'env-schema'
 import { DEFAULT_MODEL_CACHE } from './chat/nlu/model-cache.ts'
-import { DEFAULT_CLIENT_SHARE, type ExifToolConfig } from './metadata/extractor.ts'
+import {
+  DEFAULT_CLIENT_SHARE,
+  DEFAULT_MEMORY_LIMIT_BYTES,
+  DEFAULT_READ_CPU_MS,
+  DEFAULT_REFUSED_TTL_MS,
+  type ExifToolConfig
+} from './metadata/extractor.ts'
 import { parseTrustAnchors, type ContentCredentialsConfig } from './metadata/provenance/c2pa-verifier.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -24,6 +30,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  * start, outside the byte bound; 200,000 take 5 MB). Raising CONVERSATION_MAX_BYTES far, raise this with it.
  */
 const DEFAULT_CONVERSATION_MAX_BYTES = 134_217_728
+const MIN_EXIFTOOL_MEMORY_LIMIT_MB = 128
 const DEFAULT_CONVERSATION_MAX = 200_000
 
 /** The environment the service reads at start-up; README's configuration table mirrors this. */
@@ -49,8 +56,9 @@ const EnvSchema = Type.Object({
     minimum: 100,
     maximum: 600_000,
     default: 10_000,
-    description: 'Time an ExifTool process may spend on one image: past it the process is replaced and the image tried once ' +
-      'more; then 503 EXTRACTION_TIMEOUT.'
+    description: 'Wall-clock time an ExifTool process may spend on one read while within its CPU time (EXIFTOOL_READ_CPU_MS): ' +
+      'past it the process is taken as hung or starved, replaced, and the read tried once more; then 503 EXTRACTION_TIMEOUT. ' +
+      'Must be above EXIFTOOL_READ_CPU_MS.'
   }),
   EXIFTOOL_MAX_QUEUE: Type.Integer({
     minimum: 1,
@@ -58,12 +66,33 @@ const EnvSchema = Type.Object({
     default: 256,
     description: 'Images waiting for an ExifTool process; beyond it 503 EXTRACTOR_BUSY. One API key may hold EXIFTOOL_KEY_SHARE of it.'
   }),
+  EXIFTOOL_READ_CPU_MS: Type.Integer({
+    minimum: 0,
+    maximum: 600_000,
+    default: DEFAULT_READ_CPU_MS,
+    description: 'CPU time one ExifTool read may take (summary, maker-note and ?full=true reads alike); a file that needs more ' +
+      'is refused with 415 IMAGE_TOO_COMPLEX and its process replaced. 0: no limit. Linux only.'
+  }),
+  EXIFTOOL_MEMORY_LIMIT_MB: Type.Integer({
+    minimum: 0,
+    maximum: 1_048_576,
+    default: DEFAULT_MEMORY_LIMIT_BYTES / 1024 / 1024,
+    description: 'Address-space limit of each ExifTool process, in MiB (RLIMIT_AS); a file that needs more is refused with ' +
+      '415 IMAGE_TOO_COMPLEX and its process replaced. 0: no limit; else at least 128. Linux only.'
+  }),
   EXIFTOOL_KEY_SHARE: Type.Number({
     exclusiveMinimum: 0,
     maximum: 1,
     default: DEFAULT_CLIENT_SHARE,
     description: 'The share of the ExifTool processes (and of EXIFTOOL_MAX_QUEUE) the images of one API key may hold at once, ' +
       'at least one process: other keys\' images are not kept waiting by one key\'s slow files. 1: no per-key limit.'
+  }),
+  EXIFTOOL_REFUSED_TTL_SECONDS: Type.Integer({
+    minimum: 0,
+    maximum: 31_536_000,
+    default: DEFAULT_REFUSED_TTL_MS / 1000,
+    description: 'How long the SHA-256 of a file refused for its CPU time, its memory or an ExifTool crash is remembered ' +
+      '(the last 10,000 such files), so that a resend is refused at once without ExifTool. 0: not remembered.'
   }),
   TMPDIR: Type.Optional(Type.String({ minLength: 1 })),
   DOMAIN_PACK: Type.Optional(Type.String({ minLength: 1 })),
@@ -204,6 +233,16 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     throw new ConfigError('Invalid configuration: WORKERS above 1 needs REDIS_URL, so that the workers share conversations and rate-limit counts')
   }
 
+  if (env.EXIFTOOL_MEMORY_LIMIT_MB > 0 && env.EXIFTOOL_MEMORY_LIMIT_MB < MIN_EXIFTOOL_MEMORY_LIMIT_MB) {
+    // ExifTool's perl needs tens of megabytes to start and to load the modules of some formats: less would refuse all.
+    throw new ConfigError(`Invalid configuration: EXIFTOOL_MEMORY_LIMIT_MB must be 0 (no limit) or at least ${MIN_EXIFTOOL_MEMORY_LIMIT_MB}`)
+  }
+  if (env.EXIFTOOL_READ_CPU_MS > 0 && env.EXIFTOOL_TASK_TIMEOUT_MS <= env.EXIFTOOL_READ_CPU_MS) {
+    // The wall-clock timeout takes a read for hung only while its CPU time is within bounds: below the CPU limit, a
+    // costly file would be blamed on the pool (503, then retried) instead of refused.
+    throw new ConfigError('Invalid configuration: EXIFTOOL_TASK_TIMEOUT_MS must be above EXIFTOOL_READ_CPU_MS (several times it on a busy machine)')
+  }
+
   const trustProxy = parseTrustProxy(env.TRUST_PROXY)
   const apiKeys = [...parseKeys(env.API_KEYS ?? ''), ...readKeysFile(env.API_KEYS_FILE)]
   let generatedDevKey: string | undefined
@@ -246,7 +285,10 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
       procs: env.EXIFTOOL_PROCS ?? Math.max(1, Math.round(availableParallelism() / env.WORKERS)),
       taskTimeoutMs: env.EXIFTOOL_TASK_TIMEOUT_MS,
       maxQueue: env.EXIFTOOL_MAX_QUEUE,
-      clientShare: env.EXIFTOOL_KEY_SHARE
+      readCpuMs: env.EXIFTOOL_READ_CPU_MS,
+      memoryLimitBytes: env.EXIFTOOL_MEMORY_LIMIT_MB * 1024 * 1024,
+      clientShare: env.EXIFTOOL_KEY_SHARE,
+      refusedTtlMs: env.EXIFTOOL_REFUSED_TTL_SECONDS * 1000
     },
     tempRoot: env.TMPDIR ?? tmpdir(),
     chat: {

@@ -16,6 +16,8 @@ import { freePort } from './support/servers.ts'
 //   child replaced; a child stopped (SIGSTOP) mid-request → 200 after the task timeout and the retry, or 503
 //   EXTRACTION_TIMEOUT with Retry-After when the retry hangs too, then 200 again; a full queue → 503 EXTRACTOR_BUSY;
 //   no child left after the app closes (a healthy pool).
+// - test/exiftool-bounds.test.ts: a file that crashes its child, needs more than its memory limit or more CPU time
+//   than a read may take → 415 IMAGE_TOO_COMPLEX at once, never retried, and a resend refused without ExifTool.
 // - test/readiness.test.ts: Redis stopped → a quick 503 CONVERSATION_STORE_UNAVAILABLE with Retry-After, not ready,
 //   and a new conversation once it is back.
 // - test/metadata.http.test.ts: a client that leaves mid-upload → its partial file removed, the server keeps serving.

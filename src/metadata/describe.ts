@@ -39,7 +39,8 @@ export interface DescribeOptions {
 
 /**
  * The API's metadata for one image the intake has stored and checked. Throws IMAGE_LACKS_METADATA, carrying what
- * could still be read, when the file records none of camera, capture time and position.
+ * could still be read, when the file records none of camera, capture time and position; IMAGE_TOO_COMPLEX when
+ * ExifTool cannot read it within its bounds (CPU time, memory), or crashes on it, now or when it was sent before.
  */
 export async function describeImage (
   readers: ImageReaders,
@@ -48,7 +49,7 @@ export async function describeImage (
 ): Promise<ImageDescription> {
   const { format, width, height } = image.sniffed
   const sized = width !== undefined && height !== undefined
-  const context = options.clientId === undefined ? {} : { clientId: options.clientId }
+  const context = { sha256: image.sha256, ...(options.clientId === undefined ? {} : { clientId: options.clientId }) }
   const tags = await readers.extractor.readSummary(image.path, format, !sized, context)
   const resolution = sized ? { width, height } : resolutionFromTags(tags)
   // A signature whose file ExifTool cannot size is no readable image of that format.

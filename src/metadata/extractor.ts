@@ -1,33 +1,53 @@
 import { access } from 'node:fs/promises'
 import { setTimeout as delay } from 'node:timers/promises'
 import { ExifTool } from 'exiftool-vendored'
-import { BadRequestError, ExtractionTimeoutError, ExtractorBusyError, ExtractorUnavailableError, withCause } from '../errors.ts'
+import { BadRequestError, ExtractionTimeoutError, ExtractorBusyError, ExtractorUnavailableError, ImageTooComplexError, withCause } from '../errors.ts'
+import { boundedChildFactory, ChildWatch, type FileFault } from './exiftool-children.ts'
 import { FairQueue, type Admission } from './fair-queue.ts'
 import type { ImageFormat } from './formats.ts'
+import { RefusedFiles } from './refused-files.ts'
 import { FULL_READ_ARGS, MAKER_NOTE_READ_ARGS, summaryReadArgs, type RawTagValues } from './tags.ts'
 
 /** The pool's settings (src/config.ts reads them from the environment; the defaults below are its defaults). */
 export interface ExifToolConfig {
   /** ExifTool processes kept in the pool (of each worker process). */
   procs: number
-  /** Per-image limit; a child that exceeds it is replaced and the image tried once more. */
+  /**
+   * Wall-clock time a child may spend on one read before it is taken as hung (the read's CPU time is still within
+   * its limit, so the machine or the child is at fault, not the file): it is replaced and the read tried once more.
+   */
   taskTimeoutMs: number
   /** Reads waiting for a free process before new requests get 503. */
   maxQueue: number
+  /** CPU time one read may take; a file that needs more is refused (IMAGE_TOO_COMPLEX). 0: no limit. */
+  readCpuMs?: number
+  /** Address-space limit of each child, in bytes; a file that needs more is refused. 0: no limit. */
+  memoryLimitBytes?: number
   /** The part of `procs` (and of `maxQueue`) the reads of one API key may hold at once (0 < share ≤ 1). */
   clientShare?: number
+  /** How long the digest of a refused file is remembered, so that a resend is refused without ExifTool. */
+  refusedTtlMs?: number
 }
 
+export const DEFAULT_READ_CPU_MS = 2000
+export const DEFAULT_MEMORY_LIMIT_BYTES = 512 * 1024 * 1024
 export const DEFAULT_CLIENT_SHARE = 0.5
+export const DEFAULT_REFUSED_TTL_MS = 3_600_000
+/** Refused files remembered at most (a digest and a reason each: about 2 MB when full). */
+const REFUSED_FILES_MAX = 10_000
+/** A child left with more resident memory than this after a read is replaced; real files leave far less. */
+const RETIRE_ABOVE_BYTES = 128 * 1024 * 1024
 
-/** A failed read is tried once more (a child that crashed or hung is replaced first), after this pause. */
+/** A failed read caused by neither the file nor the client is tried once more, after this pause. */
 const READ_RETRIES = 1
 const RETRY_DELAY_MS = 50
 /** Reads that name no client (tools and tests) share one. */
 const NO_CLIENT = ''
 
-/** Who a read is for. */
+/** Who a read is for: the file's digest (a file refused once is refused again at once) and the client's id. */
 export interface ReadContext {
+  /** The file's SHA-256, hex. */
+  sha256?: string
   /** A non-secret id of the API key: its reads get their share of the pool. */
   clientId?: string
 }
@@ -48,14 +68,20 @@ interface PendingRead {
 
 /**
  * The pooled ExifTool processes behind one typed call per read. exiftool-vendored (batch-cluster) runs
- * `-stay_open` children; a child that crashes or exceeds the per-task timeout is replaced and the read retried once.
- * Reads enter the pool through a queue of ours that hands exiftool-vendored at most `procs` at a time and gives each
- * client its share of them; a read whose file is abandoned (its client went away) is withdrawn: see `abandon`.
+ * `-stay_open` children, each under a memory limit; a read past its CPU time is stopped. A file that stops or
+ * crashes its child is refused (IMAGE_TOO_COMPLEX), not retried, and its digest remembered; a child that hangs or
+ * is killed from outside is replaced and the read tried once more. Reads enter the pool through a queue of ours that
+ * hands exiftool-vendored at most `procs` at a time and gives each client its share of them; a read whose file is
+ * abandoned (its client went away) is withdrawn: see `abandon`.
  */
 export class MetadataExtractor {
   readonly #exiftool: ExifTool
   readonly #queue: FairQueue
+  readonly #children: ChildWatch
+  readonly #refused: RefusedFiles
   readonly #procs: number
+  readonly #readCpuMs: number
+  readonly #memoryLimitBytes: number
   #ended = false
   /** Reads in progress, by the path they read. */
   readonly #reads = new Map<string, Set<PendingRead>>()
@@ -63,18 +89,29 @@ export class MetadataExtractor {
   readonly failures = { busy: 0, timeout: 0, unavailable: 0 }
   /** Reads given up because their requester went away, by where they were: waiting for a child, or in one. */
   readonly abandoned = { queued: 0, running: 0 }
+  /** Files refused as beyond the pool's bounds, by why; `remembered`: a resend, refused without ExifTool. */
+  readonly refusals: Record<FileFault | 'remembered', number> = { cpu: 0, memory: 0, crash: 0, remembered: 0 }
 
   constructor (config: ExifToolConfig) {
     this.#procs = config.procs
+    this.#readCpuMs = config.readCpuMs ?? DEFAULT_READ_CPU_MS
+    this.#memoryLimitBytes = config.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES
     this.#queue = new FairQueue({ slots: config.procs, maxWaiting: config.maxQueue, share: config.clientShare ?? DEFAULT_CLIENT_SHARE })
+    this.#refused = new RefusedFiles({ max: REFUSED_FILES_MAX, ttlMs: config.refusedTtlMs ?? DEFAULT_REFUSED_TTL_MS })
     this.#exiftool = new ExifTool({
       maxProcs: config.procs,
       taskTimeoutMillis: config.taskTimeoutMs,
-      // Reads are retried here, per read (below).
+      // Reads are retried here, per read, and only when the file is not at fault (below).
       taskRetries: 0,
       minDelayBetweenSpawnMillis: 0,
+      processFactory: boundedChildFactory(this.#memoryLimitBytes),
       // Start-up checks and the exit handlers are the pool's own; the process list stays ours to close.
       checkPerl: true
+    })
+    this.#children = new ChildWatch(this.#exiftool, {
+      readCpuMs: this.#readCpuMs,
+      memoryLimitBytes: this.#memoryLimitBytes,
+      retireAboveBytes: RETIRE_ABOVE_BYTES
     })
   }
 
@@ -131,6 +168,11 @@ export class MetadataExtractor {
     return this.#exiftool.busyProcs
   }
 
+  /** Children replaced because a read left them holding much memory. */
+  get retiredChildren (): number {
+    return this.#children.retired
+  }
+
   /**
    * Gives up the reads of `path`, whose requester has gone: a read still waiting for a child leaves the queue and
    * never runs; one a child is working on is left to finish (a `-stay_open` child cannot withdraw a command
@@ -166,6 +208,11 @@ export class MetadataExtractor {
     if (this.#ended || this.#exiftool.ended) {
       throw new ExtractorUnavailableError()
     }
+    const known = context.sha256 === undefined ? undefined : this.#refused.reasonFor(context.sha256)
+    if (known !== undefined) {
+      this.refusals.remembered++
+      throw new ImageTooComplexError(known)
+    }
     const admission = this.#queue.enqueue(context.clientId ?? NO_CLIENT)
     if (admission === undefined) {
       this.failures.busy++
@@ -182,16 +229,23 @@ export class MetadataExtractor {
     try {
       await Promise.race([admission.started, givenUp])
       for (let attempt = 0; ; attempt++) {
-        const attempted = this.#exiftool.readRaw(path, { readArgs, useMWG: false, ignoreMinorErrors: true })
+        const done = this.#children.reading()
+        const attempted = this.#exiftool.readRaw(path, { readArgs, useMWG: false, ignoreMinorErrors: true }).finally(done)
         try {
           return await Promise.race([attempted, givenUp]) as RawTagValues
         } catch (error) {
           if (read.abandoned !== undefined) {
-            // The child finishes on its own: its slot is given back then.
+            // The child finishes (or is stopped) on its own: its slot is given back then, and a file that stopped
+            // it is remembered all the same (leaving early must not spare a hostile file its refusal).
             slotHeldByChild = true
-            attempted.then(() => {}, () => {}).finally(() => { admission.leave() })
+            attempted.then(() => {}, async (failure: unknown) => {
+              const fault = await this.#children.faultOf(failure)
+              if (fault !== undefined) this.#refuse(fault, context, failure)
+            }).finally(() => { admission.leave() })
             throw read.abandoned
           }
+          const fault = await this.#children.faultOf(error)
+          if (fault !== undefined) throw this.#refuse(fault, context, error)
           if (!await exists(path)) throw abandonment()
           if (attempt >= READ_RETRIES || this.#ended) throw this.#translated(error)
         }
@@ -202,6 +256,18 @@ export class MetadataExtractor {
       if (reads.size === 0) this.#reads.delete(path)
       if (!slotHeldByChild) admission.leave()
     }
+  }
+
+  /** The file is at fault: refused with why, and remembered so that a resend is refused without ExifTool. */
+  #refuse (fault: FileFault, context: ReadContext, cause: unknown): Error {
+    this.refusals[fault]++
+    const reason = fault === 'cpu'
+      ? `reading its metadata takes more than ${seconds(this.#readCpuMs)} s of processing`
+      : fault === 'memory'
+        ? `reading its metadata needs more than ${Math.round(this.#memoryLimitBytes / 1024 / 1024)} MB of memory`
+        : 'its metadata makes the metadata reader fail'
+    if (context.sha256 !== undefined) this.#refused.remember(context.sha256, reason)
+    return withCause(new ImageTooComplexError(reason), cause)
   }
 
   #translated (error: unknown): Error {
@@ -216,7 +282,12 @@ async function exists (path: string): Promise<boolean> {
   return await access(path).then(() => true, () => false)
 }
 
-/** How batch-cluster reports that a child died or the pool closed under a task (after its one retry). */
+/** Milliseconds as seconds for people: whole when whole, else to one decimal. */
+function seconds (ms: number): string {
+  return String(Math.round(ms / 100) / 10)
+}
+
+/** How batch-cluster reports that a child died or the pool closed under a task. */
 const POOL_FAILURE = /has ended|terminated before task completed|unexpectedly closed|exited|end\(\)/i
 
 /** Pool failures become the API's 503s; their text (paths, ExifTool output) stays in the server log. */
