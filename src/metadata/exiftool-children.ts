@@ -29,7 +29,7 @@ const EXIT_WAIT_MS = 1000
 interface PoolChild {
   readonly pid: number
   readonly proc: ChildProcess
-  readonly currentTask: { readonly taskId: number } | undefined
+  readonly currentTask: { readonly taskId: number, resetTimeout: () => boolean } | undefined
   readonly startupTaskId: number
   readonly exitCode: number | null
   readonly exitSignal: NodeJS.Signals | null
@@ -40,9 +40,10 @@ interface PoolChild {
 /** What the watch knows of one live child. */
 interface Watched {
   readonly child: PoolChild
-  /** The read it is at, when last looked, and its CPU time then. */
+  /** The read it is at, when last looked; its CPU time when first seen at it, and when last looked. */
   taskId: number | undefined
   cpuMsAtStart: number
+  cpuMsLastSeen: number
 }
 
 export interface ChildLimits {
@@ -98,7 +99,9 @@ function isExecutable (path: string): boolean {
  * `readCpuMs` of CPU time, tells a failed read whether the file was at fault (the child was killed for its CPU time,
  * ran out of memory or crashed on it) or the pool (a child killed from outside, hung, or gone), and retires a
  * child that a read left large. CPU time, not wall time, is what a file costs: a loaded machine stretches every
- * read's wall time, and would otherwise blame real photos for it.
+ * read's wall time, and would otherwise blame real photos for it. So the pool's wall-clock task timeout is restarted
+ * while a child makes progress (spends CPU): it fires only for a child that does not (stopped, blocked), and a costly
+ * file on a starved machine still meets its CPU limit, and its refusal, rather than a timeout and a retry.
  */
 export class ChildWatch {
   readonly #limits: ChildLimits
@@ -114,7 +117,7 @@ export class ChildWatch {
   constructor (exiftool: ExifTool, limits: ChildLimits) {
     this.#limits = limits
     exiftool.on('childStart', (child) => {
-      this.#children.set(child.pid, { child, taskId: undefined, cpuMsAtStart: 0 })
+      this.#children.set(child.pid, { child, taskId: undefined, cpuMsAtStart: 0, cpuMsLastSeen: 0 })
     })
     exiftool.on('childEnd', (child) => { this.#children.delete(child.pid) })
     exiftool.on('taskResolved', (_task, child) => { this.#afterRead(child) })
@@ -178,7 +181,10 @@ export class ChildWatch {
         // SIGKILL: perl cannot put it off; batch-cluster sees the exit, fails the read and starts a new child.
         try { process.kill(child.pid, 'SIGKILL') } catch {}
         watched.taskId = undefined
+      } else if (cpuMs > watched.cpuMsLastSeen) {
+        task.resetTimeout()
       }
+      watched.cpuMsLastSeen = cpuMs
     }
   }
 

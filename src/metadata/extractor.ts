@@ -13,8 +13,8 @@ export interface ExifToolConfig {
   /** ExifTool processes kept in the pool (of each worker process). */
   procs: number
   /**
-   * Wall-clock time a child may spend on one read before it is taken as hung (the read's CPU time is still within
-   * its limit, so the machine or the child is at fault, not the file): it is replaced and the read tried once more.
+   * Time a child may spend on one read without progress (with a CPU limit, on Linux: without spending CPU) before it
+   * is taken as hung, the pool's fault rather than the file's: it is replaced and the read tried once more.
    */
   taskTimeoutMs: number
   /** Reads waiting for a free process before new requests get 503. */

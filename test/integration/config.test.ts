@@ -236,7 +236,7 @@ describe('loadConfig', () => {
     ['EXIFTOOL_TASK_TIMEOUT_MS', 'soon'],
     ['EXIFTOOL_MAX_QUEUE', '0'],
     ['EXIFTOOL_READ_CPU_MS', '-1'],
-    ['EXIFTOOL_READ_CPU_MS', '20000'],
+    ['EXIFTOOL_READ_CPU_MS', '600001'],
     ['EXIFTOOL_MEMORY_LIMIT_MB', '64'],
     ['EXIFTOOL_MEMORY_LIMIT_MB', 'lots'],
     ['EXIFTOOL_KEY_SHARE', '0'],

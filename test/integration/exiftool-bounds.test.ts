@@ -149,6 +149,20 @@ describe('a read past its CPU time', () => {
     expect(await extractor.readSummary((await saved(photo, 'jpg')).path, 'jpeg', false)).toMatchObject({ 'IFD0:Make': 'NIKON' })
   })
 
+  it('meets its CPU limit, not the hung-child timeout, however long its CPU time takes in wall time', async () => {
+    // A wall-clock timeout below the CPU limit stands for a machine so loaded that the child gets a fraction of a
+    // core: a child that spends CPU is making progress, so only the CPU limit stops it, and the file is refused.
+    const extractor = extractorWith({ readCpuMs: 1500, taskTimeoutMs: 500 })
+    const reads = watchReads()
+    const file = await saved(pngWithNestedXmp(png, 3000), 'png')
+    await expect(extractor.readSummary(file.path, 'png', false, { sha256: file.sha256 })).rejects.toMatchObject({
+      code: 'IMAGE_TOO_COMPLEX',
+      message: `${TOO_COMPLEX}reading its metadata takes more than 1.5 s of processing`
+    })
+    expect(reads().filter((path) => path === file.path)).toHaveLength(1)
+    expect(extractor.failures).toEqual({ busy: 0, timeout: 0, unavailable: 0 })
+  })
+
   it('is the file\'s cost in CPU time, not the wall time a loaded machine stretches a read to', async () => {
     // A child stopped (SIGSTOP) spends no CPU: past the wall-clock timeout that is the pool's fault, a 503 after one
     // retry on a new child (test/exiftool-pool.test.ts), never a refusal of the file.
