@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,6 +14,7 @@ import {
   pngWithNestedXmp
 } from '../support/costly-files.ts'
 import { CAMERA_TAGS, ImageFactory } from '../support/images.ts'
+import { residentBytes } from '../support/proc.ts'
 import { isAlive, until } from '../support/processes.ts'
 
 // ExifTool bounded whatever the file (issue 24, rows 2 and 4): the real pool, real perl children, and files that
@@ -63,7 +63,7 @@ async function saved (bytes: Buffer, extension: string): Promise<{ path: string,
 /** Resident memory of a process (0 once it is gone). */
 function rssOf (pid: number): number {
   try {
-    return 1024 * Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1])
+    return residentBytes(pid)
   } catch {
     return 0
   }
