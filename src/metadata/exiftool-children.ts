@@ -154,7 +154,7 @@ export class ChildWatch {
     if (this.#killedForCpu.has(child)) return 'cpu'
     if (!child.ending || (error as Error).name === 'TaskTimeoutError') return undefined
     if (child.exitCode === null && child.exitSignal === null && child.proc.exitCode === null && child.proc.signalCode === null) {
-      await Promise.race([once(child.proc, 'exit'), delay(EXIT_WAIT_MS)])
+      await Promise.race([once(child.proc, 'exit').catch(() => {}), delay(EXIT_WAIT_MS, undefined, { ref: false })])
     }
     const code = child.exitCode ?? child.proc.exitCode
     const signal = child.exitSignal ?? child.proc.signalCode

@@ -23,7 +23,10 @@ export interface ExifToolConfig {
   readCpuMs?: number
   /** Address-space limit of each child, in bytes; a file that needs more is refused. 0: no limit. */
   memoryLimitBytes?: number
-  /** The part of `procs` (and of `maxQueue`) the reads of one API key may hold at once (0 < share ≤ 1). */
+  /**
+   * The part of `procs` (and of `maxQueue`) the reads of one client may hold at once (0 < share ≤ 1). Unset: no
+   * per-client limit (a tool's own pool); the service's configuration sets DEFAULT_CLIENT_SHARE unless told otherwise.
+   */
   clientShare?: number
   /** How long the digest of a refused file is remembered, so that a resend is refused without ExifTool. */
   refusedTtlMs?: number
@@ -96,7 +99,7 @@ export class MetadataExtractor {
     this.#procs = config.procs
     this.#readCpuMs = config.readCpuMs ?? DEFAULT_READ_CPU_MS
     this.#memoryLimitBytes = config.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES
-    this.#queue = new FairQueue({ slots: config.procs, maxWaiting: config.maxQueue, share: config.clientShare ?? DEFAULT_CLIENT_SHARE })
+    this.#queue = new FairQueue({ slots: config.procs, maxWaiting: config.maxQueue, share: config.clientShare ?? 1 })
     this.#refused = new RefusedFiles({ max: REFUSED_FILES_MAX, ttlMs: config.refusedTtlMs ?? DEFAULT_REFUSED_TTL_MS })
     this.#exiftool = new ExifTool({
       maxProcs: config.procs,
