@@ -20,7 +20,7 @@ import { ExifTool } from 'exiftool-vendored'
 import { Bench } from 'tinybench'
 import { MetadataExtractor } from '../src/metadata/extractor.ts'
 import { receiveImage } from '../src/metadata/intake.ts'
-import { summaryReadArgs } from '../src/metadata/tags.ts'
+import { summaryReadArgs } from '../src/metadata/read-args.ts'
 import type { CorpusImage } from '../test/support/corpus.ts'
 import { serveCommands } from '../test/support/processes.ts'
 

@@ -67,8 +67,8 @@ export const ContentCredentials = Type.Object({
     description: 'The time-stamp authority\'s time of signing, ISO 8601; null without a valid time-stamp',
     examples: ['2024-05-01T08:00:05+00:00']
   })),
-  integrity: StringEnum(['valid', 'invalid'] as const, {
-    description: 'valid: the claim signature and the hard-binding hashes match the bytes received; invalid: they do not, or the manifest could not be read (validation_codes says why)'
+  integrity: StringEnum(['valid', 'invalid', 'not_checked'] as const, {
+    description: 'valid: the claim signature and the hard-binding hashes match the bytes received; invalid: they do not, or the manifest could not be read (validation_codes says why; com.adobe.prerelease for a manifest written before C2PA 1.0); not_checked: the file is larger than the service validates (C2PA_MAX_BYTES), not_checked_reason says so, and only claim_generator is filled in, as ExifTool reads it'
   }),
   trusted: Type.Boolean({
     description: `The signing certificate chains to a trust anchor configured with ${TRUST_ANCHORS} and is in good standing; false when none is configured`
@@ -76,7 +76,11 @@ export const ContentCredentials = Type.Object({
   validation_codes: Type.Array(Type.String(), {
     description: 'The C2PA failure codes of the active manifest (e.g. assertion.dataHash.mismatch, signingCredential.untrusted); empty when nothing failed',
     examples: [['assertion.dataHash.mismatch']]
-  })
+  }),
+  not_checked_reason: Type.Optional(Type.String({
+    description: 'Why integrity is not_checked; present only then',
+    examples: ['the file is larger than 50331648 bytes, the most the service validates']
+  }))
 }, {
   $id: 'ContentCredentials',
   title: 'ContentCredentials',

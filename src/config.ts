@@ -12,7 +12,7 @@ import {
   DEFAULT_REFUSED_TTL_MS,
   type ExifToolConfig
 } from './metadata/extractor.ts'
-import { parseTrustAnchors, type ContentCredentialsConfig } from './metadata/provenance/c2pa-verifier.ts'
+import { DEFAULT_MAX_VALIDATED_BYTES, parseTrustAnchors, type ContentCredentialsConfig } from './metadata/provenance/c2pa-verifier.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
@@ -77,6 +77,11 @@ export const EnvSchema = Type.Object({
     maximum: 600_000,
     default: 10_000,
     description: 'Per-file limit for validating a manifest; past it the thread is ended and the request gets 503 `EXTRACTION_TIMEOUT` with `Retry-After`.'
+  }),
+  C2PA_MAX_BYTES: Type.Integer({
+    minimum: 0,
+    default: DEFAULT_MAX_VALIDATED_BYTES,
+    description: 'Largest file whose C2PA manifest is validated (48 MiB): c2pa-rs holds about four and a half times the file in memory while it validates. A larger file\'s Content Credentials are reported with `integrity` `not_checked` and the claim generator ExifTool reads.'
   }),
   EXIFTOOL_PROCS: Type.Optional(Type.Integer({
     minimum: 1,
@@ -393,7 +398,8 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     contentCredentials: {
       ...(env.C2PA_TRUST_ANCHORS === undefined ? {} : { trustAnchorsPem: readTrustAnchors(env.C2PA_TRUST_ANCHORS) }),
       workers: env.C2PA_WORKERS,
-      timeoutMs: env.C2PA_TIMEOUT_MS
+      timeoutMs: env.C2PA_TIMEOUT_MS,
+      maxBytes: env.C2PA_MAX_BYTES
     },
     exiftool: {
       // One ExifTool process per core for the machine, whatever the number of workers sharing it.

@@ -5,6 +5,10 @@
 // Input is untrusted: every read is bounds-checked against the head, loops are capped, nothing throws, and
 // anything odd gives `undefined` (not a raw we accept) rather than a guess.
 
+import { asciiAt, bytesAt, tiffByteOrder, u16, u32 } from './binary-reader.ts'
+import { boxAt, findChildBox } from './iso-bmff.ts'
+import { ifdEntries, tiffHeader, type IfdEntry, TYPE_ASCII, TYPE_LONG, TYPE_SHORT } from './tiff-structure.ts'
+
 export const CAMERA_RAW_FORMATS = ['dng', 'cr2', 'cr3', 'crw', 'nef', 'nrw', 'arw', 'srf', 'sr2', 'raf', 'rw2', 'orf', 'pef', 'srw', 'iiq', '3fr', 'erf', 'mrw', 'x3f'] as const
 export type CameraRawFormat = typeof CAMERA_RAW_FORMATS[number]
 
@@ -24,10 +28,6 @@ const TAG_SUB_IFDS = 0x014a
 const TAG_JPEG_OFFSET = 0x0201
 const TAG_DNG_VERSION = 0xc612
 const TAG_DNG_PRIVATE_DATA = 0xc634
-
-const TYPE_ASCII = 2
-const TYPE_SHORT = 3
-const TYPE_LONG = 4
 
 const PHOTOMETRIC_CFA = 32803
 const PHOTOMETRIC_LINEAR_RAW = 34892
@@ -55,14 +55,13 @@ export function isJpegXl (head: Uint8Array): boolean {
 }
 
 function formatFromMagic (head: Uint8Array): CameraRawFormat | undefined {
-  const byteOrder = tiffByteOrder(head)
-  if (byteOrder !== undefined && asciiAt(head, 6, 'HEAPCCDR')) return 'crw'
+  const little = tiffByteOrder(head)
+  if (little !== undefined && asciiAt(head, 6, 'HEAPCCDR')) return 'crw'
   if (asciiAt(head, 0, '\0MRM')) return 'mrw'
   if (asciiAt(head, 0, 'FOVb')) return 'x3f'
   if (asciiAt(head, 0, 'FUJIFILMCCD-RAW ')) return 'raf'
   if (asciiAt(head, 4, 'ftyp')) return isCanonCr3(head) ? 'cr3' : undefined
-  if (byteOrder === undefined) return undefined
-  const little = byteOrder === 'II'
+  if (little === undefined) return undefined
   const identifier = u16(head, 2, little)
   const ifd0 = u32(head, 4, little)
   if (identifier === undefined || ifd0 === undefined || ifd0 < 8) return undefined
@@ -95,14 +94,15 @@ function isPhaseOneHeader (head: Uint8Array, at: number): boolean {
  * ExifTool goes by, so it is required here.
  */
 function isCanonCr3 (head: Uint8Array): boolean {
-  const ftyp = readBox(head, 0, Number.POSITIVE_INFINITY)
+  // Boxes may run past the head (`moov` is often larger than it) while the one we need sits at their start.
+  const ftyp = boxAt(head, 0, Number.POSITIVE_INFINITY)
   if (ftyp?.type !== 'ftyp' || ftyp.end - ftyp.start < 8 || !asciiAt(head, ftyp.start, 'crx ')) return false
   const budget = { remaining: MAX_BOXES }
-  const moov = findBox(head, ftyp.end, Number.POSITIVE_INFINITY, budget, box => box.type === 'moov')
+  const moov = findChildBox(head, ftyp.end, Number.POSITIVE_INFINITY, budget, box => box.type === 'moov')
   if (moov === undefined) return false
-  const canon = findBox(head, moov.start, moov.end, budget, box => box.type === 'uuid' && bytesAt(head, box.start, CANON_UUID))
+  const canon = findChildBox(head, moov.start, moov.end, budget, box => box.type === 'uuid' && bytesAt(head, box.start, CANON_UUID))
   if (canon === undefined) return false
-  const cncv = findBox(head, canon.start + 16, canon.end, budget, box => box.type === 'CNCV')
+  const cncv = findChildBox(head, canon.start + 16, canon.end, budget, box => box.type === 'CNCV')
   return cncv !== undefined && cncv.end - cncv.start >= 8 && asciiAt(head, cncv.start, 'CanonCR3')
 }
 
@@ -170,15 +170,12 @@ function hasJpegPreview (ifd0: Ifd0): boolean {
 }
 
 function readIfd0 (head: Uint8Array): Ifd0 | undefined {
-  const byteOrder = tiffByteOrder(head)
-  if (byteOrder === undefined) return undefined
-  const little = byteOrder === 'II'
-  if (u16(head, 2, little) !== 0x2a) return undefined
-  const offset = u32(head, 4, little)
-  if (offset === undefined || offset < 8) return undefined
-  const count = u16(head, offset, little)
+  const header = tiffHeader(head)
+  if (header === undefined || u16(head, 2, header.little) !== 0x2a || header.firstIfd < 8) return undefined
+  const { little, firstIfd } = header
+  const count = u16(head, firstIfd, little)
   // The whole directory must be in the head: a half-read IFD0 could miss the tag that decides.
-  if (count === undefined || count === 0 || count > MAX_IFD_ENTRIES || offset + 2 + count * 12 > head.length) return undefined
+  if (count === undefined || count === 0 || count > MAX_IFD_ENTRIES || firstIfd + 2 + count * 12 > head.length) return undefined
 
   const ifd0: Ifd0 = {
     make: '',
@@ -191,35 +188,30 @@ function readIfd0 (head: Uint8Array): Ifd0 | undefined {
     compression: undefined,
     photometric: undefined
   }
-  for (let index = 0; index < count; index++) {
-    const entry = offset + 2 + index * 12
-    const tag = u16(head, entry, little)
-    switch (tag) {
-      case TAG_MAKE: ifd0.make = readAscii(head, entry, little) ?? ''; break
-      case TAG_MODEL: ifd0.model = readAscii(head, entry, little) ?? ''; break
+  for (const entry of ifdEntries(head, firstIfd + 2, count, little)) {
+    switch (entry.tag) {
+      case TAG_MAKE: ifd0.make = readAscii(head, entry) ?? ''; break
+      case TAG_MODEL: ifd0.model = readAscii(head, entry) ?? ''; break
       case TAG_DNG_VERSION: ifd0.hasDngVersion = true; break
       case TAG_SUB_IFDS: ifd0.hasSubIfds = true; break
       case TAG_DNG_PRIVATE_DATA: ifd0.hasDngPrivateData = true; break
       case TAG_JPEG_OFFSET: ifd0.hasJpegOffset = true; break
-      case TAG_NEW_SUBFILE_TYPE: ifd0.newSubfileType = readNumber(head, entry, little); break
-      case TAG_COMPRESSION: ifd0.compression = readNumber(head, entry, little); break
-      case TAG_PHOTOMETRIC: ifd0.photometric = readNumber(head, entry, little); break
+      case TAG_NEW_SUBFILE_TYPE: ifd0.newSubfileType = readNumber(entry); break
+      case TAG_COMPRESSION: ifd0.compression = readNumber(entry); break
+      case TAG_PHOTOMETRIC: ifd0.photometric = readNumber(entry); break
     }
   }
   return ifd0
 }
 
 /** An ASCII entry's value up to its first NUL, trimmed; undefined when it is not ASCII or lies outside the head. */
-function readAscii (head: Uint8Array, entry: number, little: boolean): string | undefined {
-  const count = u32(head, entry + 4, little)
-  if (u16(head, entry + 2, little) !== TYPE_ASCII || count === undefined || count === 0) return undefined
-  const at = count <= 4 ? entry + 8 : u32(head, entry + 8, little)
-  if (at === undefined) return undefined
-  const length = Math.min(count, MAX_TEXT_LENGTH)
-  if (at + length > head.length) return undefined
+function readAscii (head: Uint8Array, entry: IfdEntry): string | undefined {
+  if (entry.type !== TYPE_ASCII || entry.count === 0 || entry.valueAt === undefined) return undefined
+  const length = Math.min(entry.count, MAX_TEXT_LENGTH)
+  if (entry.valueAt + length > head.length) return undefined
   let text = ''
   for (let i = 0; i < length; i++) {
-    const byte = head[at + i] ?? 0
+    const byte = head[entry.valueAt + i] ?? 0
     if (byte === 0) break
     text += String.fromCharCode(byte)
   }
@@ -227,45 +219,9 @@ function readAscii (head: Uint8Array, entry: number, little: boolean): string | 
 }
 
 /** The first value of a SHORT or LONG entry (both fit in the entry itself). */
-function readNumber (head: Uint8Array, entry: number, little: boolean): number | undefined {
-  const type = u16(head, entry + 2, little)
-  const count = u32(head, entry + 4, little)
-  if (count === undefined || count === 0) return undefined
-  if (type === TYPE_SHORT) return u16(head, entry + 8, little)
-  if (type === TYPE_LONG) return u32(head, entry + 8, little)
-  return undefined
-}
-
-function tiffByteOrder (head: Uint8Array): 'II' | 'MM' | undefined {
-  if (asciiAt(head, 0, 'II')) return 'II'
-  if (asciiAt(head, 0, 'MM')) return 'MM'
-  return undefined
-}
-
-interface Box { type: string, start: number, end: number }
-
-/**
- * The box whose header is at `offset`; it must fit in its parent (which ends at `limit`) but may run past the head:
- * `moov` can be larger than the head while the one box we need sits at its start. Sizes 0 (to the end) and 1
- * (64-bit) are not used by the boxes read here.
- */
-function readBox (head: Uint8Array, offset: number, limit: number): Box | undefined {
-  const size = u32(head, offset, false)
-  if (size === undefined || offset + 8 > head.length || size < 8 || offset + size > limit) return undefined
-  let type = ''
-  for (let i = 4; i < 8; i++) type += String.fromCharCode(head[offset + i] ?? 0)
-  return { type, start: offset + 8, end: offset + size }
-}
-
-/** The first box in [start, end) that is `wanted`, looking only at headers inside the head. */
-function findBox (head: Uint8Array, start: number, end: number, budget: { remaining: number }, wanted: (box: Box) => boolean): Box | undefined {
-  for (let offset = start; offset < Math.min(end, head.length) && budget.remaining > 0; budget.remaining--) {
-    const box = readBox(head, offset, end)
-    if (box === undefined) return undefined
-    if (wanted(box)) return box
-    offset = box.end
-  }
-  return undefined
+function readNumber (entry: IfdEntry): number | undefined {
+  if (entry.count === 0 || (entry.type !== TYPE_SHORT && entry.type !== TYPE_LONG)) return undefined
+  return entry.value
 }
 
 /**
@@ -292,34 +248,4 @@ function jxlSizeHeaderFits (head: Uint8Array, at: number): boolean {
   if (small === undefined || !dimension(small)) return false
   const ratio = read(3)
   return ratio !== undefined && (ratio !== 0 || dimension(small))
-}
-
-function u16 (head: Uint8Array, at: number, little: boolean): number | undefined {
-  if (at < 0 || at + 2 > head.length) return undefined
-  const a = head[at] ?? 0
-  const b = head[at + 1] ?? 0
-  return little ? a | (b << 8) : (a << 8) | b
-}
-
-function u32 (head: Uint8Array, at: number, little: boolean): number | undefined {
-  if (at < 0 || at + 4 > head.length) return undefined
-  const a = head[at] ?? 0
-  const b = head[at + 1] ?? 0
-  const c = head[at + 2] ?? 0
-  const d = head[at + 3] ?? 0
-  // Multiplication keeps the top byte unsigned (<< 24 would go negative).
-  return little ? a + b * 0x100 + c * 0x10000 + d * 0x1000000 : a * 0x1000000 + b * 0x10000 + c * 0x100 + d
-}
-
-function bytesAt (head: Uint8Array, at: number, expected: readonly number[]): boolean {
-  if (at < 0 || at + expected.length > head.length) return false
-  return expected.every((byte, i) => head[at + i] === byte)
-}
-
-function asciiAt (head: Uint8Array, at: number, text: string): boolean {
-  if (at < 0 || at + text.length > head.length) return false
-  for (let i = 0; i < text.length; i++) {
-    if (head[at + i] !== text.charCodeAt(i)) return false
-  }
-  return true
 }

@@ -1,36 +1,4 @@
-import type { RawTagValues } from './tags.ts'
-
-/**
- * Where the moment a photo was taken is recorded, best first. The EXIF original date comes with its own sub-second
- * and offset tags; XMP and QuickTime carry them inside the value; IPTC splits date and time.
- */
-const CAPTURE_TIME_SOURCES: readonly CaptureTimeSource[] = [
-  { date: 'ExifIFD:DateTimeOriginal', subSeconds: 'ExifIFD:SubSecTimeOriginal', offset: 'ExifIFD:OffsetTimeOriginal' },
-  { date: 'ExifIFD:CreateDate', subSeconds: 'ExifIFD:SubSecTimeDigitized', offset: 'ExifIFD:OffsetTimeDigitized' },
-  // Canon's CRW records it in its own CIFF heap, not in EXIF.
-  { date: 'CanonRaw:DateTimeOriginal' },
-  { date: 'XMP-exif:DateTimeOriginal' },
-  { date: 'XMP-photoshop:DateCreated' },
-  { date: 'XMP-xmp:CreateDate' },
-  { date: 'IPTC:DateCreated', time: 'IPTC:TimeCreated' },
-  { date: 'Keys:CreationDate' },
-  { date: 'UserData:DateTimeOriginal' },
-  { date: 'QuickTime:CreationDate' },
-  { date: 'QuickTime:CreateDate' }
-]
-
-/** The tags ExifTool is asked for to find the capture time. */
-export const CAPTURE_TIME_TAGS = [...new Set(CAPTURE_TIME_SOURCES.flatMap((source) =>
-  [source.date, source.subSeconds, source.offset, source.time].filter((tag) => tag !== undefined)
-    .map((tag) => tag.split(':')[1]!)
-))]
-
-interface CaptureTimeSource {
-  date: string
-  time?: string
-  subSeconds?: string
-  offset?: string
-}
+import { CAPTURE_TIME_SOURCES, type RawTagValues } from './read-args.ts'
 
 // ExifTool prints dates as "YYYY:MM:DD HH:MM:SS[.fff][±HH:MM|Z]"; XMP and IPTC may record only the date.
 const EXIF_DATE = /^(\d{4})[:-](\d{2})[:-](\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$/

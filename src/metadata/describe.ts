@@ -2,7 +2,7 @@ import { ImageLacksMetadataError, UnsupportedImageFormatError, withDetails } fro
 import { captureTime } from './capture-time.ts'
 import type { MetadataExtractor } from './extractor.ts'
 import type { ContentCredentialsVerifier } from './provenance/c2pa-verifier.ts'
-import { contentCredentialsFrom, unreadableContentCredentials, type ContentCredentials } from './provenance/content-credentials.ts'
+import { contentCredentialsFrom, uncheckedContentCredentials, unreadableContentCredentials, type ContentCredentials } from './provenance/content-credentials.ts'
 import { IMAGE_FORMATS, type ImageFormat } from './formats.ts'
 import { provenanceFrom, type Provenance } from './provenance/provenance.ts'
 import type { StoredImage } from './intake.ts'
@@ -50,7 +50,7 @@ export async function describeImage (
   const { format, width, height } = image.sniffed
   const sized = width !== undefined && height !== undefined
   const context = { sha256: image.sha256, ...(options.clientId === undefined ? {} : { clientId: options.clientId }) }
-  const tags = await readers.extractor.readSummary(image.path, format, !sized, context)
+  const tags = await readers.extractor.readSummary(image.path, format, !sized, { ...context, embeddedCiff: image.sniffed.embeddedCiff === true })
   const resolution = sized ? { width, height } : resolutionFromTags(tags)
   // A signature whose file ExifTool cannot size is no readable image of that format.
   if (resolution === null) throw new UnsupportedImageFormatError(IMAGE_FORMATS.join(', '))
@@ -84,7 +84,8 @@ async function contentCredentials (readers: ImageReaders, image: StoredImage): P
   const result = await readers.contentCredentials.verify(image.path, image.sniffed.format)
   switch (result.kind) {
     case 'absent': return null
-    case 'unreadable': return unreadableContentCredentials()
+    case 'unreadable': return unreadableContentCredentials(result.reason)
+    case 'not_checked': return uncheckedContentCredentials(result.reason)
     case 'report': return contentCredentialsFrom(result.report)
   }
 }

@@ -5,8 +5,8 @@ import { BadRequestError, ExtractionTimeoutError, ExtractorBusyError, ExtractorU
 import { boundedChildFactory, ChildWatch, type FileFault } from './exiftool-children.ts'
 import { FairQueue, type Admission } from './fair-queue.ts'
 import type { ImageFormat } from './formats.ts'
+import { FULL_READ_ARGS, MAKER_NOTE_READ_ARGS, summaryReadArgs, type RawTagValues, type SummaryReadOptions } from './read-args.ts'
 import { RefusedFiles } from './refused-files.ts'
-import { FULL_READ_ARGS, MAKER_NOTE_READ_ARGS, summaryReadArgs, type RawTagValues } from './tags.ts'
 
 /** The pool's settings (src/config.ts reads them from the environment; the defaults below are its defaults). */
 export interface ExifToolConfig {
@@ -119,8 +119,8 @@ export class MetadataExtractor {
   }
 
   /** The tags the API summary needs, from an image already sniffed as `format`; its size too when `needsSize`. */
-  async readSummary (path: string, format: ImageFormat, needsSize: boolean, context: ReadContext = {}): Promise<RawTagValues> {
-    return await this.#read(path, summaryReadArgs(format, needsSize), context)
+  async readSummary (path: string, format: ImageFormat, needsSize: boolean, options: SummaryReadOptions & ReadContext = {}): Promise<RawTagValues> {
+    return await this.#read(path, summaryReadArgs(format, needsSize, options), options)
   }
 
   /** The maker-note tags that name a camera, for a file whose main IFD names none. */

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto'
 import { open, unlink, type FileHandle } from 'node:fs/promises'
 import { ImageTooComplexError, ImageTooLargeError, NoImageError, UnsupportedImageFormatError } from '../errors.ts'
-import { IMAGE_FORMATS, isTiffBased, scratchExtension } from './formats.ts'
+import { IMAGE_FORMATS, scratchExtension } from './formats.ts'
 import { ManifestStoreMarkerSearch } from './provenance/manifest-store-marker.ts'
+import { readFromFile } from './binary-reader.ts'
 import { SNIFF_HEAD_BYTES, sniffHead, type SniffedImage } from './sniff.ts'
-import { checkTiffStructure, jpegExifBlock, readFromBytes, type ReadAt } from './tiff-structure.ts'
+import { imageStructureProblem } from './structure-guard.ts'
 
 /** An image received whole and checked: on disk in the scratch directory, its format known, its structure sane. */
 export interface StoredImage {
@@ -94,7 +95,7 @@ export async function receiveImage (chunks: AsyncIterable<Buffer> | Iterable<Buf
     if (sizeBytes === 0) throw new NoImageError()
     if (file === undefined) await startFile(true)
     await flush()
-    const problem = await structureProblem(sniffed!, head!, sizeBytes, file!.handle)
+    const problem = await imageStructureProblem(sniffed!.format, readFromFile(file!.handle, sizeBytes, head!), sizeBytes)
     if (problem !== undefined) throw new ImageTooComplexError(problem)
     await file!.handle.close()
     return { path: file!.path, sizeBytes, sha256: digest.digest('hex'), mayHoldManifest: marker.found, sniffed: sniffed! }
@@ -132,23 +133,4 @@ function grown (batch: Buffer | undefined, used: number): Buffer {
     releaseChunk(batch)
   }
   return larger
-}
-
-/** The TIFF directories of a TIFF-based file, or of a JPEG's Exif block, counted against the limits. */
-async function structureProblem (sniffed: SniffedImage, head: Buffer, sizeBytes: number, handle: FileHandle): Promise<string | undefined> {
-  if (sniffed.format === 'jpeg') {
-    const exif = jpegExifBlock(head)
-    return exif === undefined ? undefined : await checkTiffStructure(readFromBytes(exif))
-  }
-  if (!isTiffBased(sniffed.format)) return undefined
-  // Directories within the head are read from memory; only those beyond it cost a read of the file.
-  const readAt: ReadAt = async (offset, length) => {
-    const end = Math.min(offset + length, sizeBytes)
-    if (offset >= end) return new Uint8Array(0)
-    if (end <= head.length) return head.subarray(offset, end)
-    const bytes = Buffer.allocUnsafe(end - offset)
-    const { bytesRead } = await handle.read(bytes, 0, bytes.length, offset)
-    return bytes.subarray(0, bytesRead)
-  }
-  return await checkTiffStructure(readAt)
 }

@@ -1,13 +1,19 @@
 import { imageSize } from 'image-size'
+import { asciiAt, u16 } from './binary-reader.ts'
 import { isJpegXl, sniffCameraRaw } from './camera-raw.ts'
 import type { ImageFormat } from './formats.ts'
-import { heifFormatFromBrands, readHeifInfo } from './heif.ts'
+import { heifFormatFromBrands } from './heif.ts'
 
-/** The format, and the primary image's stored size when the header gives it (camera raw: ExifTool does). */
+/** The format, and the primary image's stored size when the header gives it (camera raw and HEIF: ExifTool does). */
 export interface SniffedImage {
   format: ImageFormat
   width?: number
   height?: number
+  /**
+   * A JPEG that keeps its camera data in a CIFF block (early Canon PowerShots): ExifTool's fastest read skips that
+   * block, so such a file is read a little more slowly.
+   */
+  embeddedCiff?: true
 }
 
 /** image-size's type names for the formats we accept; every other type it knows (svg, bmp, psd…) is refused. */
@@ -32,8 +38,10 @@ export function sniffImage (bytes: Uint8Array): SniffedImage | undefined {
   // Before image-size, which would take a TIFF-based raw for a TIFF (and its thumbnail's size for the image's).
   const raw = sniffCameraRaw(bytes)
   if (raw !== undefined) return { format: raw }
-  // image-size takes the first `ispe` of a HEIF file, often a tile's or the thumbnail's: read the primary item's.
-  if (heifFormatFromBrands(bytes) !== undefined) return readHeifInfo(bytes)
+  // image-size takes the first `ispe` of a HEIF file, often a tile's or the thumbnail's: ExifTool reads the primary
+  // item's.
+  const heif = heifFormatFromBrands(bytes)
+  if (heif !== undefined) return { format: heif }
   let size
   try {
     size = imageSize(ownBuffer(bytes))
@@ -44,7 +52,18 @@ export function sniffImage (bytes: Uint8Array): SniffedImage | undefined {
   if (format === undefined || !(size.width > 0) || !(size.height > 0)) return undefined
   // image-size takes a JPEG XL on less evidence than its signature; the signature decides.
   if (format === 'jxl' && !isJpegXl(bytes)) return undefined
-  return { format, width: size.width, height: size.height }
+  return { format, width: size.width, height: size.height, ...(format === 'jpeg' && hasCiffBlock(bytes) ? { embeddedCiff: true } : {}) }
+}
+
+/** Whether a JPEG's APP0 segments (in these bytes) include a CIFF block ('II' or 'MM', a length, 'HEAPJPGM'). */
+function hasCiffBlock (jpeg: Uint8Array): boolean {
+  for (let at = 2; jpeg[at] === 0xff && jpeg[at + 1] === 0xe0;) {
+    const length = u16(jpeg, at + 2)
+    if (length === undefined || length < 2) return false
+    if (asciiAt(jpeg, at + 10, 'HEAPJPGM')) return true
+    at += 2 + length
+  }
+  return false
 }
 
 /**

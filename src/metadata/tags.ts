@@ -1,9 +1,17 @@
-import { CAPTURE_TIME_TAGS } from './capture-time.ts'
-import type { ImageFormat } from './formats.ts'
-import { MANIFEST_STORE_GROUPS, PROVENANCE_READ_ARGS } from './provenance/provenance.ts'
+import {
+  ALTITUDE_TAGS,
+  LATITUDE_TAGS,
+  LONGITUDE_TAGS,
+  MAKE_TAGS,
+  MAKER_NOTE_MODELS,
+  MANIFEST_STORE_GROUPS,
+  MODEL_TAGS,
+  RAW_SIZE_TAG,
+  X3F_SIZE_TAGS,
+  type RawTagValues
+} from './read-args.ts'
 
-/** ExifTool's JSON, keyed "Group:Tag" (family-1 groups, `-G1`), numeric values as numbers (`-n`). */
-export type RawTagValues = Readonly<Record<string, unknown>>
+// Maps ExifTool's answer (read-args.ts says what is asked for) to the API's camera, position and size.
 
 export interface Camera {
   make: string | null
@@ -19,49 +27,6 @@ export interface Gps {
 export interface Resolution {
   width: number
   height: number
-}
-
-/** Where camera make and model are recorded, best first; CanonRaw and SigmaRaw are CRW's and X3F's own records. */
-const MAKE_TAGS = ['IFD0:Make', 'XMP-tiff:Make', 'Keys:Make', 'UserData:Make', 'PNG:Make', 'QuickTime:Make', 'CanonRaw:Make', 'SigmaRaw:Make']
-const MODEL_TAGS = ['IFD0:Model', 'XMP-tiff:Model', 'Keys:Model', 'UserData:Model', 'PNG:Model', 'QuickTime:Model', 'CanonRaw:Model', 'SigmaRaw:Model']
-/**
- * Maker-note tags that name the model, and the maker whose notes they are: read (print-converted, a second, rare
- * read) only when no make or model is recorded elsewhere. ExifTool names Canon's model IDs ("EOS R5").
- */
-const MAKER_NOTE_MODELS = [{ tag: 'Canon:CanonModelID', make: 'Canon' }]
-/** Composite GPS tags are signed (south and west negative); XMP's own are signed too. */
-const LATITUDE_TAGS = ['Composite:GPSLatitude', 'XMP-exif:GPSLatitude']
-const LONGITUDE_TAGS = ['Composite:GPSLongitude', 'XMP-exif:GPSLongitude']
-const ALTITUDE_TAGS = ['Composite:GPSAltitude']
-
-/** The tags the summary needs; every group's copy of each (`-a -G1`) so the mapping chooses the source. */
-const SUMMARY_TAGS = [...new Set(['Make', 'Model', 'GPSLatitude', 'GPSLongitude', 'GPSAltitude', ...CAPTURE_TIME_TAGS])]
-  .map((tag) => `-${tag}`)
-/** The image's size as ExifTool picks it; for raw, the full-size image among the file's (the sniff cannot tell them apart). */
-const RAW_SIZE_TAG = 'Composite:ImageSize'
-/** X3F: ExifTool's ImageSize is the embedded preview's; the X3F header records the image's own. */
-const X3F_SIZE_TAGS = ['SigmaRaw:ImageWidth', 'SigmaRaw:ImageHeight']
-
-/**
- * How far ExifTool may cut corners per format. `-fast2` also skips maker notes (the costly part of a camera
- * JPEG) but stops at a PNG's IDAT and a QuickTime/HEIF `mdat`, where some writers put metadata after the pixels; those
- * formats get `-fast`, which only skips trailers.
- */
-function fastLevel (format: ImageFormat): '-fast' | '-fast2' {
-  switch (format) {
-    case 'jpeg': case 'tiff': case 'webp': return '-fast2'
-    // Camera raw: the maker notes are where some cameras keep their make and model.
-    default: return '-fast'
-  }
-}
-
-/**
- * ExifTool arguments for the summary the API returns: only the tags it needs, numbers unformatted (`-n`); the
- * image's size too when the sniff could not tell it (camera raw, or a file too large to search for it).
- */
-export function summaryReadArgs (format: ImageFormat, needsSize: boolean): string[] {
-  const size = !needsSize ? [] : format === 'x3f' ? X3F_SIZE_TAGS.map((tag) => `-${tag}`) : [`-${RAW_SIZE_TAG}`]
-  return [fastLevel(format), '-n', '-a', '-G1', ...SUMMARY_TAGS, ...size, ...PROVENANCE_READ_ARGS]
 }
 
 /**
@@ -83,9 +48,6 @@ function sizeOf (width: unknown, height: unknown): Resolution | null {
   return Number.isSafeInteger(w) && Number.isSafeInteger(h) && w >= 1 && h >= 1 ? { width: w, height: h } : null
 }
 
-/** ExifTool arguments for the maker-note read behind cameraFromMakerNotes: print-converted, maker notes included. */
-export const MAKER_NOTE_READ_ARGS = ['-fast', '-a', '-G1', ...MAKER_NOTE_MODELS.map(({ tag }) => `-${tag}`)]
-
 /** A camera named only in the maker notes (a file whose main IFD records no make or model), or null. */
 export function cameraFromMakerNotes (tags: RawTagValues): Camera | null {
   for (const { tag, make } of MAKER_NOTE_MODELS) {
@@ -96,9 +58,6 @@ export function cameraFromMakerNotes (tags: RawTagValues): Camera | null {
   }
   return null
 }
-
-/** The forensic read (`?full=true`): every tag, grouped by family-1 group, print-converted as ExifTool shows them. */
-export const FULL_READ_ARGS = ['-a', '-u', '-g1']
 
 export function cameraFrom (tags: RawTagValues): Camera | null {
   const make = firstText(tags, MAKE_TAGS)

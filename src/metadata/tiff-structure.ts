@@ -1,97 +1,194 @@
-// A structural check of the TIFF IFDs in an image, made before ExifTool reads it. ExifTool's cost grows with the
-// number of directory entries it visits (a 720 KB TIFF whose IFD claims 60,000 entries, or 21 MB of chained IFDs,
-// held one ExifTool process for 20 s), so files whose structure no camera or editor writes are refused up front.
-// Only counts and offsets are read: a few bytes per directory, at most MAX_DIRECTORIES of them.
+// TIFF directories (IFDs): the one reader of their entries, used by the raw sniff (IFD0, from the head) and by the
+// structure guard, which walks every directory ExifTool would (the IFD chain, SubIFDs, Exif, GPS, Interop and the
+// maker notes) and counts their entries before ExifTool sees the file. Its cost grows with the entries it visits: a
+// 720 KB TIFF whose IFD claims 60,000 entries, 21 MB of chained IFDs or three 60,000-entry maker notes each held a
+// child for 20 s. Only counts and offsets are read, a few bytes per directory.
 
-/** Entries in one directory: real IFD0s and Exif IFDs have a few dozen to a few hundred. */
-export const MAX_DIRECTORY_ENTRIES = 1000
-/** Directories visited in all (IFD0 chain, SubIFDs, Exif, GPS, Interop): real files have fewer than twenty. */
-export const MAX_DIRECTORIES = 64
+import { asciiAt, bytesAt, tiffByteOrder, u16, u32, type ReadAt } from './binary-reader.ts'
+import { checkJumbf } from './jumbf.ts'
+import { StructureRefusal, type StructureTally } from './structure-limits.ts'
+import { checkXmp } from './xmp-depth.ts'
 
-const TAG_SUB_IFDS = 0x014a
+export const TAG_SUB_IFDS = 0x014a
+const TAG_XMP = 0x02bc
 const TAG_EXIF_IFD = 0x8769
 const TAG_GPS_IFD = 0x8825
+const TAG_MAKER_NOTE = 0x927c
 const TAG_INTEROP_IFD = 0xa005
+const TAG_PROFILE_IFD = 0xc6f5
+const TAG_C2PA = 0xcd41
 const POINTER_TAGS = new Set([TAG_SUB_IFDS, TAG_EXIF_IFD, TAG_GPS_IFD, TAG_INTEROP_IFD])
-const TYPE_LONG = 4
+/** The entries the walk looks into; every other entry is only counted. */
+const CHECKED_TAGS = new Set([...POINTER_TAGS, TAG_PROFILE_IFD, TAG_MAKER_NOTE, TAG_XMP, TAG_C2PA])
+
+export const TYPE_ASCII = 2
+export const TYPE_SHORT = 3
+export const TYPE_LONG = 4
+const TYPE_UNDEFINED = 7
 const TYPE_IFD = 13
+/** Bytes per value of each TIFF field type (1 BYTE … 13 IFD); 0 for unknown types. */
+const TYPE_SIZES = [0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4]
 /** SubIFDs lists more than one pointer in some raws (NEF, DNG); a longer list is read this far. */
 const MAX_POINTERS_PER_ENTRY = 16
+const ENTRY_BYTES = 12
 
-/** Reads `length` bytes at `offset` of the TIFF data; fewer (or none) past its end. */
-export type ReadAt = (offset: number, length: number) => Promise<Uint8Array>
+/** One directory entry; `valueAt` is where its value lies (inside the entry when it fits in four bytes). */
+export interface IfdEntry {
+  tag: number
+  type: number
+  count: number
+  /** Offset of the value in the TIFF data; undefined for an unknown type. */
+  valueAt: number | undefined
+  /** The four value bytes read as one number: the value itself for a single SHORT or LONG, else an offset. */
+  value: number
+}
 
-/** Why a structure is refused, in words for the client; undefined when it is within the limits. */
-export type StructureProblem = string | undefined
+/** The TIFF header: byte order (any magic number: ORF, RW2 and others use their own) and the first IFD's offset. */
+export function tiffHeader (bytes: Uint8Array): { little: boolean, firstIfd: number } | undefined {
+  const little = tiffByteOrder(bytes)
+  const firstIfd = little === undefined ? undefined : u32(bytes, 4, little)
+  return little === undefined || firstIfd === undefined ? undefined : { little, firstIfd }
+}
 
 /**
- * Walks the IFDs of TIFF data (a TIFF file, a TIFF-based raw, or a JPEG's Exif block) from its header, following
- * the next-IFD chain and the SubIFD, Exif, GPS and Interop pointers. Damage (offsets past the end, unknown byte
- * order, loops) is not this check's business: ExifTool reports damaged files itself, and cheaply.
+ * The entries of the directory whose entries start at `at` of `bytes` (which start at offset `base` of the TIFF
+ * data), as many of `count` as the bytes hold.
  */
-export async function checkTiffStructure (readAt: ReadAt): Promise<StructureProblem> {
-  const header = await readAt(0, 8)
-  if (header.length < 8) return undefined
-  const little = header[0] === 0x49 && header[1] === 0x49
-  if (!little && !(header[0] === 0x4d && header[1] === 0x4d)) return undefined
-  const view = (bytes: Uint8Array): DataView => new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+export function ifdEntries (bytes: Uint8Array, at: number, count: number, little: boolean, base = 0): IfdEntry[] {
+  const entries: IfdEntry[] = []
+  for (let index = 0; index < count; index++) {
+    const entry = at + index * ENTRY_BYTES
+    if (entry + ENTRY_BYTES > bytes.length) break
+    const type = u16(bytes, entry + 2, little)!
+    const valueCount = u32(bytes, entry + 4, little)!
+    const value = u32(bytes, entry + 8, little)!
+    const size = (TYPE_SIZES[type] ?? 0) * valueCount
+    entries.push({
+      tag: u16(bytes, entry, little)!,
+      type,
+      count: valueCount,
+      valueAt: size === 0 && valueCount > 0 ? undefined : size <= 4 ? base + entry + 8 : value,
+      value: type === TYPE_SHORT ? u16(bytes, entry + 8, little)! : value
+    })
+  }
+  return entries
+}
 
-  const pending = [view(header).getUint32(4, little)]
+interface Walk {
+  readAt: ReadAt
+  little: boolean
+  tally: StructureTally
+  /** Exif inside another format (JPEG, PNG, WebP, HEIF, JPEG XL, CR3): ExifTool reads it from memory. */
+  embedded: boolean
+}
+
+/**
+ * Walks the directories of TIFF data (a TIFF file, a TIFF-based raw, an Exif block) from its header, counting them
+ * and their entries, and checks the XMP and C2PA blocks they hold; throws StructureRefusal. Damage (offsets past the
+ * end, unknown byte order, loops) is not this check's business: ExifTool reports damaged files itself, and cheaply.
+ */
+export async function checkTiffStructure (readAt: ReadAt, tally: StructureTally, options: { embedded: boolean }): Promise<void> {
+  const header = tiffHeader(await readAt(0, 8))
+  if (header === undefined) return
+  const walk: Walk = { readAt, little: header.little, tally, embedded: options.embedded }
+  const pending = [header.firstIfd]
   const visited = new Set<number>()
   while (pending.length > 0) {
     const offset = pending.pop()!
     if (offset < 8 || visited.has(offset)) continue
     visited.add(offset)
-    if (visited.size > MAX_DIRECTORIES) return `more than ${MAX_DIRECTORIES} TIFF directories`
     const countBytes = await readAt(offset, 2)
     if (countBytes.length < 2) continue
-    const count = view(countBytes).getUint16(0, little)
-    if (count > MAX_DIRECTORY_ENTRIES) return `a TIFF directory of ${count} entries (at most ${MAX_DIRECTORY_ENTRIES})`
-    const entries = await readAt(offset + 2, count * 12 + 4)
-    const directory = view(entries)
-    const whole = Math.floor(entries.length / 12)
-    for (let index = 0; index < Math.min(count, whole); index++) {
-      const at = index * 12
-      const tag = directory.getUint16(at, little)
-      if (!POINTER_TAGS.has(tag)) continue
-      const type = directory.getUint16(at + 2, little)
-      const values = directory.getUint32(at + 4, little)
-      if ((type !== TYPE_LONG && type !== TYPE_IFD) || values === 0) continue
-      if (values === 1) {
-        pending.push(directory.getUint32(at + 8, little))
-        continue
-      }
-      const list = await readAt(directory.getUint32(at + 8, little), Math.min(values, MAX_POINTERS_PER_ENTRY) * 4)
-      const pointers = view(list)
-      for (let p = 0; p + 4 <= list.length; p += 4) pending.push(pointers.getUint32(p, little))
+    const count = u16(countBytes, 0, walk.little)!
+    tally.directory(count)
+    const bytes = new Uint8Array(await readAt(offset + 2, count * ENTRY_BYTES + 4))
+    const next = u32(bytes, count * ENTRY_BYTES, walk.little)
+    const pointers: number[] = []
+    for (const entry of ifdEntries(bytes, 0, count, walk.little, offset + 2)) {
+      if (CHECKED_TAGS.has(entry.tag)) pointers.push(...await visitEntry(walk, entry))
     }
-    if (entries.length >= count * 12 + 4) pending.push(directory.getUint32(count * 12, little))
+    pending.push(...pointers.reverse())
+    if (next !== undefined) pending.push(next)
   }
-  return undefined
+  tally.directoriesDone()
 }
 
-/** The TIFF data inside a JPEG's Exif APP1 segment, when the head holds it whole. */
-export function jpegExifBlock (head: Uint8Array): Uint8Array | undefined {
-  let at = 2
-  while (at + 4 <= head.length && head[at] === 0xff) {
-    const marker = head[at + 1]!
-    // Start of scan: the metadata segments are all before it.
-    if (marker === 0xda) return undefined
-    const length = (head[at + 2]! << 8) | head[at + 3]!
-    if (length < 2) return undefined
-    const end = at + 2 + length
-    if (marker === 0xe1 && end <= head.length && isExifHeader(head, at + 4)) return head.subarray(at + 10, end)
-    at = end
+/** Checks what one entry holds; the directories it points to. */
+async function visitEntry (walk: Walk, entry: IfdEntry): Promise<number[]> {
+  switch (entry.tag) {
+    case TAG_PROFILE_IFD:
+      // ExifTool reads a DNG's camera profiles from the file, and crashes on one in Exif it holds in memory.
+      if (walk.embedded) throw new StructureRefusal('an Exif ProfileIFD (tag 0xC6F5), a DNG tag ExifTool cannot read in this format')
+      return []
+    case TAG_MAKER_NOTE:
+      if (entry.valueAt !== undefined && entry.count > 0) await countMakerNotes(walk, entry.valueAt, entry.count)
+      return []
+    case TAG_XMP:
+      if (entry.valueAt !== undefined && entry.count > 0) await checkXmp(walk.readAt, entry.valueAt, entry.valueAt + entry.count)
+      return []
+    case TAG_C2PA:
+      if (entry.type === TYPE_UNDEFINED && entry.valueAt !== undefined) await checkJumbf(walk.readAt, entry.valueAt, entry.valueAt + entry.count, walk.tally)
+      return []
   }
-  return undefined
+  if (!POINTER_TAGS.has(entry.tag) || (entry.type !== TYPE_LONG && entry.type !== TYPE_IFD) || entry.count === 0) return []
+  if (entry.count === 1) return [entry.value]
+  const list = await walk.readAt(entry.value, Math.min(entry.count, MAX_POINTERS_PER_ENTRY) * 4)
+  const pointers: number[] = []
+  for (let at = 0; at + 4 <= list.length; at += 4) pointers.push(u32(list, at, walk.little)!)
+  return pointers
 }
 
-function isExifHeader (bytes: Uint8Array, at: number): boolean {
-  return bytes[at] === 0x45 && bytes[at + 1] === 0x78 && bytes[at + 2] === 0x69 && bytes[at + 3] === 0x66 &&
-    bytes[at + 4] === 0 && bytes[at + 5] === 0
+/** Where the directory inside a maker note starts, by the note's own header (as ExifTool's MakerNotes.pm finds it). */
+function makerNoteDirectory (head: Uint8Array, little: boolean): { at: number, little: boolean } | undefined {
+  const order = (at: number): boolean => tiffByteOrder(head, at) ?? little
+  if (asciiAt(head, 0, 'Nikon\0\x02')) {
+    // An embedded TIFF header at 10; its offsets count from there.
+    const inner = tiffHeader(head.subarray(10))
+    return inner === undefined ? undefined : { at: 10 + inner.firstIfd, little: inner.little }
+  }
+  if (asciiAt(head, 0, 'Nikon\0\x01')) return { at: 8, little }
+  if (asciiAt(head, 0, 'OLYMPUS\0') || asciiAt(head, 0, 'OM SYSTEM\0')) return { at: asciiAt(head, 0, 'OLYMPUS\0') ? 12 : 16, little: order(asciiAt(head, 0, 'OLYMPUS\0') ? 8 : 12) }
+  if (asciiAt(head, 0, 'Apple iOS\0')) return { at: 14, little: false }
+  if (asciiAt(head, 0, 'FUJIFILM') || asciiAt(head, 0, 'GENERALE')) {
+    const at = u32(head, 8, true)
+    return at === undefined ? undefined : { at, little: true }
+  }
+  if (asciiAt(head, 0, 'PENTAX \0')) return { at: 10, little: order(8) }
+  if (asciiAt(head, 0, 'AOC\0')) return { at: 6, little: order(4) }
+  for (const [prefix, at] of [['SONY ', 12], ['Panasonic\0', 12], ['LEICA', 8], ['SIGMA\0', 10], ['FOVEON\0', 10], ['SANYO\0', 8],
+    ['OLYMP\0', 8], ['EPSON\0', 8], ['MINOL\0', 8], ['CAMER\0', 8], ['QVC\0', 6], ['Ricoh', 8], ['RICOH\0', 8], ['KDK', 8]] as const) {
+    if (asciiAt(head, 0, prefix)) return { at, little }
+  }
+  // Canon, Samsung, Kodak, Minolta and others write a bare directory.
+  return { at: 0, little }
 }
 
-/** A ReadAt over bytes in memory. */
-export function readFromBytes (bytes: Uint8Array): ReadAt {
-  return async (offset, length) => bytes.subarray(Math.min(offset, bytes.length), Math.min(offset + length, bytes.length))
+/** Bytes of a maker note read to find its directory: every header ExifTool knows is shorter. */
+const MAKER_NOTE_HEAD_BYTES = 32
+/** Entries whose types are checked before a maker note is taken to hold a directory (as ExifTool's LocateIFD does). */
+const ENTRIES_CHECKED = 4
+
+/**
+ * Counts the directory inside the maker note of `size` bytes at `offset`: only a directory that fits in the note and
+ * whose first entries have valid types counts (text or binary notes are not directories, and ExifTool reads them
+ * whole and cheaply). The note's own sub-directories are left uncounted.
+ */
+async function countMakerNotes (walk: Walk, offset: number, size: number): Promise<void> {
+  const head = await walk.readAt(offset, Math.min(size, MAKER_NOTE_HEAD_BYTES))
+  const directory = makerNoteDirectory(head, walk.little)
+  if (directory === undefined || directory.at + 2 > size) return
+  const start = offset + directory.at
+  const count = u16(await walk.readAt(start, 2), 0, directory.little)
+  if (count === undefined || count === 0 || directory.at + 2 + count * ENTRY_BYTES > size) return
+  const first = await walk.readAt(start + 2, Math.min(count, ENTRIES_CHECKED) * ENTRY_BYTES)
+  for (let at = 0; at + ENTRY_BYTES <= first.length; at += ENTRY_BYTES) {
+    const type = u16(first, at + 2, directory.little)!
+    if (type < 1 || type > TYPE_IFD) return
+  }
+  walk.tally.directory(count)
+}
+
+/** Where the TIFF data of a JPEG's Exif APP1 payload starts, when the payload is one ('Exif\0\0'). */
+export function isExifPayload (bytes: Uint8Array): boolean {
+  return bytesAt(bytes, 0, [0x45, 0x78, 0x69, 0x66, 0, 0])
 }

@@ -88,7 +88,7 @@ describe('loadConfig', () => {
       connections: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 },
       maxImageBytes: 26_214_400,
       maxUploadBytes: 209_715_200,
-      contentCredentials: { workers: 1, timeoutMs: 10_000 },
+      contentCredentials: { workers: 1, timeoutMs: 10_000, maxBytes: 48 * 1024 * 1024 },
       exiftool: {
         procs: availableParallelism(),
         taskTimeoutMs: 10_000,
@@ -140,6 +140,7 @@ describe('loadConfig', () => {
       C2PA_TRUST_ANCHORS: anchors,
       C2PA_WORKERS: '2',
       C2PA_TIMEOUT_MS: '3000',
+      C2PA_MAX_BYTES: '1048576',
       EXIFTOOL_PROCS: '3',
       EXIFTOOL_TASK_TIMEOUT_MS: '2500',
       EXIFTOOL_MAX_QUEUE: '32',
@@ -185,7 +186,7 @@ describe('loadConfig', () => {
       connections: { requestTimeoutMs: 5000, headersTimeoutMs: 5000, keepAliveTimeoutMs: 61_000, maxConnections: 200 },
       maxImageBytes: 1_048_576,
       maxUploadBytes: 524_288_000,
-      contentCredentials: { trustAnchorsPem: TEST_CERTIFICATE_PEM, workers: 2, timeoutMs: 3000 },
+      contentCredentials: { trustAnchorsPem: TEST_CERTIFICATE_PEM, workers: 2, timeoutMs: 3000, maxBytes: 1048576 },
       exiftool: {
         procs: 3,
         taskTimeoutMs: 2500,

@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { loadDomainPack } from '../../src/chat/domain-pack/load.ts'
 import { loadConfig } from '../../src/config.ts'
 import { IMAGE_FORMATS, scratchExtension } from '../../src/metadata/formats.ts'
-import { FULL_READ_ARGS, MAKER_NOTE_READ_ARGS, summaryReadArgs } from '../../src/metadata/tags.ts'
+import { FULL_READ_ARGS, MAKER_NOTE_READ_ARGS, summaryReadArgs } from '../../src/metadata/read-args.ts'
 import { ScratchDirectory } from '../../src/scratch-directory.ts'
 import { AUTH, createTestApp, imageForm, multipart, TEST_CHAT_CONFIG, type TestApp } from '../support/app.ts'
 import { CAMERA_TAGS, dataUri, ImageFactory } from '../support/images.ts'

@@ -1,4 +1,5 @@
 import { X509Certificate } from 'node:crypto'
+import { stat } from 'node:fs/promises'
 import { Piscina } from 'piscina'
 import { ExtractionTimeoutError, ExtractorBusyError, ExtractorUnavailableError, withCause } from '../../errors.ts'
 import type { VerifyResult, VerifyTask } from './c2pa-worker.ts'
@@ -12,7 +13,20 @@ export interface ContentCredentialsConfig {
   timeoutMs: number
   /** A thread with no file for this long ends (default a minute); the next file that needs one starts it again. */
   idleTimeoutMs?: number
+  /** Larger files are not validated (integrity not_checked); default DEFAULT_MAX_VALIDATED_BYTES. */
+  maxBytes?: number
 }
+
+/**
+ * The largest file validated unless configured otherwise. c2pa-rs holds the whole file in the thread's WebAssembly
+ * memory, and for JPEG copies it more than once on the way (its Blob reader too reads a JPEG whole): a file costs
+ * about four and a half times its size while it is validated, and the thread keeps the grown memory until it idles
+ * out. This keeps one thread well under 300 MB; camera and phone JPEGs are far smaller.
+ */
+export const DEFAULT_MAX_VALIDATED_BYTES = 48 * 1024 * 1024
+
+/** What the verifier says about one file: the validator's result, or that it did not read the file. */
+export type VerifyOutcome = VerifyResult | { kind: 'not_checked', reason: string }
 
 /** Files waiting for a validator thread before new ones get 503. */
 const MAX_QUEUE = 64
@@ -69,14 +83,16 @@ const MEDIA_TYPES: Readonly<Record<string, string>> = {
 export class ContentCredentialsVerifier {
   readonly #pool: Piscina<VerifyTask, VerifyResult>
   readonly #timeoutMs: number
+  readonly #maxBytes: number
   /** A thread loading the validator for a pool that had none, while files wait for it. */
   #loading: Promise<void> | undefined
   /** Files validated since the pool started, by outcome (for /metrics). */
-  readonly outcomes = { report: 0, absent: 0, unreadable: 0, timeout: 0, busy: 0, unavailable: 0 }
+  readonly outcomes = { report: 0, absent: 0, unreadable: 0, not_checked: 0, timeout: 0, busy: 0, unavailable: 0 }
 
-  private constructor (pool: Piscina<VerifyTask, VerifyResult>, timeoutMs: number) {
+  private constructor (pool: Piscina<VerifyTask, VerifyResult>, timeoutMs: number, maxBytes: number) {
     this.#pool = pool
     this.#timeoutMs = timeoutMs
+    this.#maxBytes = maxBytes
   }
 
   /**
@@ -101,13 +117,18 @@ export class ContentCredentialsVerifier {
       await probe.close({ force: true })
     }
     const pool = new Piscina<VerifyTask, VerifyResult>({ ...options, maxThreads: config.workers, maxQueue: MAX_QUEUE, idleTimeout: config.idleTimeoutMs ?? IDLE_TIMEOUT_MS })
-    return new ContentCredentialsVerifier(pool, config.timeoutMs)
+    return new ContentCredentialsVerifier(pool, config.timeoutMs, config.maxBytes ?? DEFAULT_MAX_VALIDATED_BYTES)
   }
 
-  /** The manifest of the file at `path`, read as `format`; absent when it has none. */
-  async verify (path: string, format: string): Promise<VerifyResult> {
+  /** The manifest of the file at `path`, read as `format`; absent when it has none; not_checked above the size limit. */
+  async verify (path: string, format: string): Promise<VerifyOutcome> {
     const mediaType = MEDIA_TYPES[format]
     if (mediaType === undefined) return { kind: 'unreadable', reason: `c2pa-rs reads no manifest from ${format} files` }
+    const { size } = await stat(path)
+    if (size > this.#maxBytes) {
+      this.outcomes.not_checked++
+      return { kind: 'not_checked', reason: `the file is larger than ${this.#maxBytes} bytes, the most the service validates` }
+    }
     return await this.#run({ path, mediaType })
   }
 

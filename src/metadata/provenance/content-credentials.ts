@@ -10,8 +10,13 @@ export interface ContentCredentials {
   ingredients: number
   signer: { issuer: string | null, common_name: string | null } | null
   signed_at: string | null
-  /** valid: the claim's signature and its hard-binding hashes match the bytes received. */
-  integrity: 'valid' | 'invalid'
+  /**
+   * valid: the claim's signature and its hard-binding hashes match the bytes received; not_checked: the validator did
+   * not read the file (not_checked_reason says why).
+   */
+  integrity: 'valid' | 'invalid' | 'not_checked'
+  /** Why integrity is not_checked; only then present. */
+  not_checked_reason?: string
   /** The signing certificate chains to a configured trust anchor (C2PA_TRUST_ANCHORS), and is in good standing. */
   trusted: boolean
   /** The C2PA failure codes of the active manifest, e.g. assertion.dataHash.mismatch; empty when none failed. */
@@ -54,10 +59,30 @@ export function contentCredentialsFrom (report: ManifestReport): ContentCredenti
 }
 
 /**
- * A manifest the validator could not read at all (malformed JUMBF, or a container c2pa-rs does not support): it
- * exists, so it is not reported as absent, but nothing in it can be relied on.
+ * c2pa-rs's own status code for a manifest written before C2PA 1.0 (a claim in JSON, old-style hashes), which it
+ * refuses to validate.
  */
-export function unreadableContentCredentials (): ContentCredentials {
+const PRERELEASE_CODE = 'com.adobe.prerelease'
+
+/**
+ * A manifest the validator could not read at all (malformed JUMBF, a pre-release manifest, or a container c2pa-rs
+ * does not support): it exists, so it is not reported as absent, but nothing in it can be relied on. `reason` is the
+ * validator's error.
+ */
+export function unreadableContentCredentials (reason = ''): ContentCredentials {
+  return {
+    ...emptyContentCredentials(),
+    integrity: 'invalid',
+    validation_codes: [reason.includes('PrereleaseError') ? PRERELEASE_CODE : 'general.error']
+  }
+}
+
+/** A manifest the validator was not asked to read (`reason` says why, for the client). */
+export function uncheckedContentCredentials (reason: string): ContentCredentials {
+  return { ...emptyContentCredentials(), integrity: 'not_checked', not_checked_reason: reason }
+}
+
+function emptyContentCredentials (): ContentCredentials {
   return {
     claim_generator: null,
     title: null,
@@ -69,6 +94,16 @@ export function unreadableContentCredentials (): ContentCredentials {
     signed_at: null,
     integrity: 'invalid',
     trusted: false,
-    validation_codes: ['general.error']
+    validation_codes: []
   }
+}
+
+/**
+ * Whether the claim generator is to be taken from ExifTool's reading of the store: the validator did not read the
+ * manifest (too large), or refused it as pre-release. A manifest it could not parse keeps no claim generator: its
+ * bytes are damaged, and so may be ExifTool's reading of them.
+ */
+export function claimGeneratorFromStore (credentials: ContentCredentials): boolean {
+  return credentials.claim_generator === null &&
+    (credentials.integrity === 'not_checked' || credentials.validation_codes.includes(PRERELEASE_CODE))
 }

@@ -1,6 +1,13 @@
 import { toIsoDateTime } from '../capture-time.ts'
-import type { RawTagValues } from '../tags.ts'
-import type { ContentCredentials } from './content-credentials.ts'
+import {
+  CLAIM_GENERATOR_INFO_TAGS,
+  CLAIM_GENERATOR_TAGS,
+  DIGITAL_SOURCE_TYPE_TAG,
+  HISTORY_TAG,
+  SOFTWARE_TAGS,
+  type RawTagValues
+} from '../read-args.ts'
+import { claimGeneratorFromStore, type ContentCredentials } from './content-credentials.ts'
 
 /** Where an image says it came from: what made or edited it, what it declares, and its C2PA manifest. */
 export interface Provenance {
@@ -20,25 +27,38 @@ export interface HistoryEntry {
   when: string | null
 }
 
-/**
- * ExifTool arguments for the provenance tags, read with the summary. `-struct` keeps each History event whole (flat
- * lists would lose which software and time belong to which action when one is missing).
- */
-export const PROVENANCE_READ_ARGS = ['-struct', '-IFD0:Software', '-XMP-xmp:CreatorTool', '-XMP-xmpMM:History',
-  '-XMP-iptcExt:DigitalSourceType']
-
-/** Groups that are the C2PA manifest store itself: summarised under content_credentials, never dumped as tags. */
-export const MANIFEST_STORE_GROUPS = new Set(['JUMBF', 'CBOR'])
-
 /** The provenance of an image from its tags, its digest and its validated manifest (null when it has none). */
 export function provenanceFrom (tags: RawTagValues, sha256: string, contentCredentials: ContentCredentials | null): Provenance {
   return {
     sha256,
-    software: text(tags['IFD0:Software']) ?? text(tags['XMP-xmp:CreatorTool']),
-    history: historyFrom(tags['XMP-xmpMM:History']),
-    digital_source_type: text(tags['XMP-iptcExt:DigitalSourceType']),
-    content_credentials: contentCredentials
+    software: firstText(tags, SOFTWARE_TAGS),
+    history: historyFrom(tags[HISTORY_TAG]),
+    digital_source_type: text(tags[DIGITAL_SOURCE_TYPE_TAG]),
+    content_credentials: contentCredentials === null || !claimGeneratorFromStore(contentCredentials)
+      ? contentCredentials
+      : { ...contentCredentials, claim_generator: claimGeneratorFrom(tags) }
   }
+}
+
+/**
+ * The claim generator as ExifTool reads it from the manifest store, for a manifest the validator refused (a
+ * pre-release manifest) or did not read (a file above its size limit). With several manifests in the store the
+ * active one, the last, is the one ExifTool's answer keeps.
+ */
+function claimGeneratorFrom (tags: RawTagValues): string | null {
+  const generator = firstText(tags, CLAIM_GENERATOR_TAGS)
+  if (generator !== null) return generator
+  const name = text(tags[CLAIM_GENERATOR_INFO_TAGS.name])
+  const version = text(tags[CLAIM_GENERATOR_INFO_TAGS.version])
+  return name === null ? null : version === null ? name : `${name}/${version}`
+}
+
+function firstText (tags: RawTagValues, names: readonly string[]): string | null {
+  for (const name of names) {
+    const value = text(tags[name])
+    if (value !== null) return value
+  }
+  return null
 }
 
 function historyFrom (value: unknown): HistoryEntry[] {
