@@ -7,11 +7,12 @@
  * 1. Each costly file of test/support/costly-files.ts, around a small camera JPEG or PNG, sent to
  *    POST /v1/metadata?full=true of a test app with one ExifTool process and the service's defaults otherwise: its
  *    status and time, the ExifTool children's resident memory at peak (sampled every 25 ms) and 300 ms after.
- * 2. A pool of two processes shared by two keys: two clients of one key send slow files (XMP nested 2,500 deep and
- *    more, each one distinct) while the other key sends a photo and asks /health/ready every 200 ms for 20 s.
+ * 2. A pool of two processes shared by two keys: two clients of one key send slow files that the structure checks
+ *    let through (1,200 and more XMP structures nested 28 deep, each file distinct) while the other key sends a
+ *    photo and asks /health/ready every 200 ms for 20 s.
  *
- * The figures before the bounds came from the same script in a checkout of their parent commit (3c63e47), with
- * this file and test/support/costly-files.ts copied in (there, childrenOf and residentBytes are in
+ * The figures before the bounds came from the same script in a checkout without them, with this file and
+ * test/support/costly-files.ts copied in (before 58b71bb, childrenOf and residentBytes are in
  * test/support/processes.ts).
  */
 import { childrenOf, residentBytes } from '../test/support/proc.ts'
@@ -21,6 +22,7 @@ import {
   jpegWithNestedCbor,
   jpegWithNestedXmp,
   jpegWithProfileIfd,
+  pngWithManyNestedXmp,
   pngWithNestedXmp
 } from '../test/support/costly-files.ts'
 import { CAMERA_TAGS, ImageFactory } from '../test/support/images.ts'
@@ -55,6 +57,7 @@ const files: Array<[string, Buffer, string]> = [
   ['JPEG, CBOR nested 40,000 deep in JUMBF', jpegWithNestedCbor(photo, 40_000), 'photo.jpg'],
   ['PNG, XMP nested 3,000 deep', pngWithNestedXmp(png, 3000), 'photo.png'],
   ['JPEG, XMP nested 1,500 deep', jpegWithNestedXmp(photo, 1500), 'photo.jpg'],
+  ['PNG, 1,200 XMP structures nested 28 deep', pngWithManyNestedXmp(png, 28, 1200), 'photo.png'],
   ['JPEG, Exif ProfileIFD', jpegWithProfileIfd(photo), 'photo.jpg'],
   ['JPEG, JUMBF with a 64-bit length', jpegWithExtendedLengthJumbf(photo), 'photo.jpg'],
   ['the ProfileIFD JPEG again', jpegWithProfileIfd(photo), 'photo.jpg']
@@ -74,16 +77,17 @@ for (const [name, bytes, filename] of files) {
 }
 await single.close()
 
-const shared = await createTestApp({ apiKeys: [API_KEY, OTHER_KEY], exiftool: { procs: 2, taskTimeoutMs: 10_000, maxQueue: 256 } })
+// The service's default share of the pool per key (EXIFTOOL_KEY_SHARE); a test app's pool has none unless told.
+const shared = await createTestApp({ apiKeys: [API_KEY, OTHER_KEY], exiftool: { procs: 2, taskTimeoutMs: 10_000, maxQueue: 256, clientShare: 0.5 } })
 await Promise.all([send(shared, photo, 'photo.jpg', { key: OTHER_KEY }), send(shared, photo, 'photo.jpg')])
 const alone: number[] = []
 for (let i = 0; i < 5; i++) alone.push((await send(shared, photo, 'photo.jpg', { key: OTHER_KEY })).ms)
 const load = { on: true }
-let depth = 2500
+let count = 1200
 const slow: string[] = []
 const slowClient = async (): Promise<void> => {
   while (load.on) {
-    const answer = await send(shared, pngWithNestedXmp(png, depth++), 'slow.png')
+    const answer = await send(shared, pngWithManyNestedXmp(png, 28, count++), 'slow.png')
     slow.push(`${answer.status} ${answer.code} in ${(answer.ms / 1000).toFixed(1)} s`)
   }
 }

@@ -11,6 +11,7 @@ import {
   jpegWithNestedCbor,
   jpegWithNestedXmp,
   jpegWithProfileIfd,
+  pngWithManyNestedXmp,
   pngWithNestedXmp
 } from '../support/costly-files.ts'
 import { CAMERA_TAGS, ImageFactory } from '../support/images.ts'
@@ -265,6 +266,8 @@ describe('POST /v1/metadata with such files', () => {
   it.each([
     ['CBOR nested in JUMBF (memory)', () => jpegWithNestedCbor(photo, 40_000), 'photo.jpg', 'reading its metadata needs more than 256 MB of memory'],
     ['XMP nested in a PNG (CPU time)', () => pngWithNestedXmp(png, 3000), 'photo.png', 'reading its metadata takes more than 1 s of processing'],
+    // Each structure within the nesting limit of the checks before ExifTool; 800 of them cost it seconds all the same.
+    ['800 XMP structures nested 28 deep in a PNG (CPU time)', () => pngWithManyNestedXmp(png, 28, 800), 'photo.png', 'reading its metadata takes more than 1 s of processing'],
     ['an Exif ProfileIFD (a crash)', () => jpegWithProfileIfd(photo), 'photo.jpg', 'its metadata makes the metadata reader fail'],
     ['a JUMBF box with a 64-bit length (a crash)', () => jpegWithExtendedLengthJumbf(photo), 'photo.jpg', 'its metadata makes the metadata reader fail']
   ])('answers 415 IMAGE_TOO_COMPLEX, no retry, and again at once to a resend: %s', async (_name, make, filename, reason) => {
@@ -326,13 +329,14 @@ describe('the pool shared between API keys', { timeout: 120_000 }, () => {
     const warm = await Promise.all([send(photo, 'photo.jpg', OTHER_KEY), send(photo, 'photo.jpg', API_KEY)])
     expect(warm.map(({ statusCode }) => statusCode)).toEqual([200, 200])
     const extractor = t.app.metadataExtractor
-    // Two clients of one key, each sending files that take ExifTool seconds of CPU (each one distinct, so that none
-    // is refused from memory), one after another, for as long as the other key sends.
+    // Two clients of one key, each sending files that take ExifTool seconds of CPU and that no check before ExifTool
+    // refuses (each one distinct, so that none is refused from memory), one after another, for as long as the other
+    // key sends.
     const load = { sending: true }
-    let depth = 2500
+    let count = 1200
     const slowClient = async (): Promise<number[]> => {
       const statuses: number[] = []
-      while (load.sending) statuses.push((await send(pngWithNestedXmp(png, depth++), 'slow.png', API_KEY)).statusCode)
+      while (load.sending) statuses.push((await send(pngWithManyNestedXmp(png, 28, count++), 'slow.png', API_KEY)).statusCode)
       return statuses
     }
     const clients = [slowClient(), slowClient()]
@@ -355,9 +359,9 @@ describe('the pool shared between API keys', { timeout: 120_000 }, () => {
 
   it('stays ready while every process is busy with slow files', async () => {
     const load = { sending: true }
-    let depth = 2500
+    let count = 1200
     const slowClient = async (key: string): Promise<void> => {
-      while (load.sending) await send(pngWithNestedXmp(png, depth++), 'slow.png', key)
+      while (load.sending) await send(pngWithManyNestedXmp(png, 28, count++), 'slow.png', key)
     }
     const clients = [slowClient(API_KEY), slowClient(OTHER_KEY)]
     try {
