@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
 import { Type } from '@sinclair/typebox'
 import Fastify from 'fastify'
-import requestId, { REDACTED_LOG_PATHS, RequestLog, requestIdOf } from '../plugins/request-log.ts'
+import requestId, { proxyTrust, REDACTED_LOG_PATHS, RequestLog, requestIdFrom } from '../plugins/request-log.ts'
 import { ChatContext, ChatLink, ChatReply, ChatRequest } from '../schemas/chat.ts'
 import { serveCommands } from '../test/support/processes.ts'
 
@@ -22,7 +22,7 @@ const app = Fastify({
     ? {
         logger: { level: 'info', redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' }, stream: { write () {} } },
         logController: new RequestLog(),
-        genReqId: requestIdOf
+        genReqId: requestIdFrom(proxyTrust(false))
       }
     : {}
 })

@@ -1,8 +1,11 @@
 /**
- * Intent classification per message (the understanding a chat request starts with), timed as `npm run eval` times
- * it (scripts/classification-timing.ts: each message alone, after warming up), over the project's held-out messages.
+ * Understanding per message (what a chat request starts with), timed as `npm run eval` times it
+ * (scripts/classification-timing.ts: each message alone, after warming up), over the project's held-out messages:
+ * the intent model alone, and with the answer selector, the slots and the clauses of a message of several requests.
  */
 import { readdirSync } from 'node:fs'
+import { ChatService } from '../src/chat/chat-service.ts'
+import { MemoryConversationStore } from '../src/chat/conversation-store.ts'
 import { loadDomainPack } from '../src/chat/domain-pack/load.ts'
 import { readLabelledMessages } from '../src/chat/evaluation/intents.ts'
 import { DEFAULT_MODEL_CACHE, trainedForPack } from '../src/chat/nlu/model-cache.ts'
@@ -14,7 +17,15 @@ import { compare } from './support/rounds.ts'
 
 export default async function classification (options: Options): Promise<PartResult> {
   const pack = loadDomainPack()
-  const understander = new Understander(trainedForPack(pack, DEFAULT_MODEL_CACHE).trained, pack.understanding)
+  const { trained } = trainedForPack(pack, DEFAULT_MODEL_CACHE)
+  const understander = new Understander(trained, pack.understanding)
+  const chat = new ChatService({
+    pack,
+    trained,
+    store: new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1, maxBytes: 1024 * 1024 }),
+    baseUrl: 'https://shop.example.com',
+    historyLimit: 2
+  })
   const fixtures = new URL('../test/fixtures/', import.meta.url)
   const messages = readdirSync(fixtures).filter((file) => file.includes('heldout'))
     .flatMap((file) => readLabelledMessages(new URL(file, fixtures).pathname).map((message) => message.utterance))
@@ -26,11 +37,20 @@ export default async function classification (options: Options): Promise<PartRes
       const timing = timeClassification((message) => understander.understand(message, today), messages, 2)
       return { value: timing.median, extras: { p99Us: timing.p99 } }
     }
+  }, {
+    name: 'the same with the answer selector, slots and clauses (intent + answer)',
+    targets: [{ metric: 'value', op: '≤', limit: 30 }],
+    run: async () => {
+      const timing = timeClassification((message) => chat.read(message, today), messages, 2)
+      return { value: timing.median, extras: { p99Us: timing.p99 } }
+    }
   }], { rounds: Math.max(3, options.rounds), seconds: 0, warmupSeconds: 0 })
   return {
     title: 'Intent classification',
     notes: ['The default domain pack\'s model read from the model cache, in the bench process; each message of test/fixtures/*heldout* ' +
-      'timed alone after 10,000 warm-up calls (scripts/classification-timing.ts, as `npm run eval` reports it), two passes per round.'],
+      'timed alone after 10,000 warm-up calls (scripts/classification-timing.ts, as `npm run eval` reports it), two passes per round. ' +
+      'The second row is `ChatService.read`: the intent model, the answer selector (BM25 over the pack\'s answers), the slots and cues, ' +
+      'and each clause of a message that may make several requests.'],
     comparisons: [comparison]
   }
 }

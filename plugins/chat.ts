@@ -4,9 +4,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { commonErrors, errorResponse } from '../schemas/error.ts'
 import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams, TranscriptQuery } from '../schemas/chat.ts'
-import { ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
+import { ConversationBusy, ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
 import { perMinute } from './rate-limit.ts'
-import { ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError, withCause } from '../src/errors.ts'
+import { ConversationBusyError, ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError, withCause } from '../src/errors.ts'
 
 export interface ChatRoutesOptions {
   /** Requests per minute per API key on each chat route; 0: no limit. */
@@ -41,6 +41,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
         200: Type.Ref(ChatReply, { description: "The assistant's reply, with the conversation id to send back" }),
         400: errorResponse('Bad Request (VALIDATION_ERROR, INVALID_JSON): the body is not valid JSON, or breaks the schema; the message names the field and the rule'),
         404: errorResponse('Not Found (CONVERSATION_NOT_FOUND): the conversation_id is unknown, has expired, or belongs to another API key or user_id'),
+        409: errorResponse('Conflict (CONVERSATION_BUSY): other messages to the conversation kept being answered at the same time, and this one was not applied; send it again after the Retry-After delay'),
         413: errorResponse(`Payload Too Large (BODY_TOO_LARGE): the body is larger than ${CHAT_BODY_LIMIT} bytes`),
         415: errorResponse('Unsupported Media Type (UNSUPPORTED_CONTENT_TYPE): the body is not application/json'),
         ...commonErrors
@@ -58,12 +59,13 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
     fastify.metrics.chatReplies.inc({ intent: sent.intent })
     if (sent.handoff) fastify.metrics.chatHandoffs.inc()
     // Never the message or the context: they are the customer's words and data.
-    request.logFields = { conversationId: sent.conversationId, intent: sent.intent, handoff: sent.handoff }
+    request.logFields = { conversationId: sent.conversationId, intent: sent.intent, handoff: sent.handoff, ...(sent.answer === undefined ? {} : { answer: sent.answer }) }
     return {
       reply: sent.reply,
       conversation_id: sent.conversationId,
       timestamp: sent.timestamp,
       intent: sent.intent,
+      ...(sent.answer === undefined ? {} : { answer: sent.answer }),
       confidence: sent.confidence,
       links: sent.links.map(({ label, url }) => ({ label, url })),
       handoff: sent.handoff
@@ -103,6 +105,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
 /** The chat domain's failures as the service's errors; the envelope renders them. */
 function toWireError (error: FastifyError): Error {
   if (error instanceof ConversationNotFound) return new ConversationNotFoundError()
+  if (error instanceof ConversationBusy) return withCause(new ConversationBusyError(), error)
   if (error instanceof ConversationStoreUnavailable) {
     return withCause(new ConversationStoreUnavailableError(), error)
   }
@@ -112,7 +115,11 @@ function toWireError (error: FastifyError): Error {
 /** Validation messages that say the rule in words where ajv's would quote a pattern or a format name. */
 function clearerValidationError (error: FastifyError): Error {
   const issue = error.validation?.[0]
-  if (error.validationContext !== 'body' || issue === undefined) return error
+  if (issue === undefined) return error
+  if (issue.instancePath === '/user_id' && (issue.keyword === 'pattern' || issue.keyword === 'not')) {
+    return new ValidationError(`${error.validationContext ?? 'body'}/user_id must contain a visible character, and no control character (such as NUL or a line break)`)
+  }
+  if (error.validationContext !== 'body') return error
   if (issue.instancePath === '/message' && issue.keyword === 'pattern') {
     return new ValidationError('body/message must not be blank')
   }

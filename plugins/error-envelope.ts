@@ -33,6 +33,7 @@ const STATUS: Record<ErrorCode, number> = {
   UNAUTHORIZED: 401,
   ROUTE_NOT_FOUND: 404,
   CONVERSATION_NOT_FOUND: 404,
+  CONVERSATION_BUSY: 409,
   REQUEST_TIMEOUT: 408,
   IMAGE_TOO_LARGE: 413,
   BODY_TOO_LARGE: 413,
@@ -59,6 +60,7 @@ const STATUS: Record<ErrorCode, number> = {
  */
 const HEADERS: Partial<Record<ErrorCode, Record<string, string>>> = {
   UNAUTHORIZED: { 'www-authenticate': 'Bearer' },
+  CONVERSATION_BUSY: { 'retry-after': '1' },
   EXTRACTOR_BUSY: { 'retry-after': '1' },
   EXTRACTOR_UNAVAILABLE: { 'retry-after': '1' },
   EXTRACTION_TIMEOUT: { 'retry-after': '1' },

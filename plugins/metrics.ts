@@ -18,17 +18,21 @@ export interface ServiceMetrics {
   rateLimited: Counter<'route'>
 }
 
+export interface MetricsOptions {
+  /** EXIFTOOL_PROCS: the most ExifTool processes the pool may run, shown beside the live count. */
+  exiftoolMaxProcesses: number
+}
+
 /**
  * Prometheus metrics at GET /metrics (prom-client; no key: the gateway does not route it outside): requests and their
- * latency by route and status, the ExifTool pool (processes, busy ones, queue, failures, files refused, processes
- * retired), the C2PA validator
- * (threads, queue, outcomes), the idle collections (src/idle-collection.ts), chat answers by intent, handoffs,
- * conversation-store errors, rate-limit refusals, and Node's own (event loop, memory, GC). One registry per app, so
- * that apps built side by side (tests) count apart.
+ * latency by route and status, the ExifTool pool (processes, its configured maximum, busy ones, queue, failures,
+ * files refused, processes retired), the C2PA validator (threads, queue, outcomes), the idle collections
+ * (src/idle-collection.ts), chat answers by intent, handoffs, conversation-store errors, rate-limit refusals, and
+ * Node's own (event loop, memory, GC). One registry per app, so that apps built side by side (tests) count apart.
  * In a cluster worker (WORKERS > 1) a scrape lands on any one worker, so it answers for all: the primary adds up every
  * worker's registry (src/cluster.ts).
  */
-async function metrics (fastify: FastifyInstance): Promise<void> {
+async function metrics (fastify: FastifyInstance, options: MetricsOptions): Promise<void> {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   const registers = [registry]
@@ -51,6 +55,9 @@ async function metrics (fastify: FastifyInstance): Promise<void> {
   const extractor = fastify.metadataExtractor
   const pool = { registers: [] }
   registry.registerMetric(new Gauge({ ...pool, name: 'exiftool_processes', help: 'ExifTool processes in the pool', collect () { this.set(extractor.pids.length) } }))
+  // The pool starts processes as reads need them, up to this: the live count alone cannot tell a pool that is small
+  // for want of work from one that is full.
+  registry.registerMetric(new Gauge({ ...pool, name: 'exiftool_max_processes', help: 'ExifTool processes the pool may run at most (EXIFTOOL_PROCS)', collect () { this.set(options.exiftoolMaxProcesses) } }))
   registry.registerMetric(new Gauge({ ...pool, name: 'exiftool_busy_processes', help: 'ExifTool processes reading an image now', collect () { this.set(extractor.busyProcs) } }))
   registry.registerMetric(new Gauge({ ...pool, name: 'exiftool_queue', help: 'Images waiting for an ExifTool process', collect () { this.set(extractor.pendingTasks) } }))
   registry.registerMetric(new Counter({

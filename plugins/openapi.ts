@@ -1,5 +1,5 @@
 import swagger from '@fastify/swagger'
-import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify'
+import type { FastifyInstance, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
 import packageJson from '../package.json' with { type: 'json' }
 import { sharedSchemas } from '../schemas/index.ts'
@@ -12,6 +12,9 @@ const SHARED_IDS = new Set<unknown>(sharedSchemas.map((schema) => schema.$id))
 const ERROR_RESPONSE_HEADERS: Record<string, Json> = {
   401: {
     'WWW-Authenticate': { description: 'The scheme to authenticate with', schema: { type: 'string', enum: ['Bearer'] } }
+  },
+  409: {
+    'Retry-After': { description: 'Seconds to wait before sending again', schema: { type: 'integer', minimum: 0 } }
   },
   429: {
     'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
@@ -45,8 +48,7 @@ async function openapi (fastify: FastifyInstance, options: OpenApiOptions): Prom
         description: packageJson.description,
         license: { name: 'UNLICENSED', url: 'https://shop.example.com/legal/api-terms' }
       },
-      // Replaced per request by `documentFor`: the public URL, or the one the document was fetched from.
-      servers: [{ url: '/', description: 'The server that serves this document' }],
+      servers: [serverOf(options.publicUrl)],
       tags: [
         { name: 'chat', description: 'The customer-support assistant' },
         { name: 'metadata', description: 'Image metadata extraction' },
@@ -67,17 +69,18 @@ async function openapi (fastify: FastifyInstance, options: OpenApiOptions): Prom
     transformObject: (generated) => polish('openapiObject' in generated ? generated.openapiObject : generated.swaggerObject)
   })
 
-  fastify.get('/openapi.json', { schema: { hide: true } }, async (request) => documentFor(fastify.swagger(), request, options.publicUrl))
+  fastify.get('/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
 }
 
 /**
- * The document as served: its `servers` entry is the service's public URL (PUBLIC_URL), else the URL this request
- * reached it at (behind a trusted proxy, as the proxy says), so that a client generated from the live document
- * calls the right host without being told.
+ * Where the document says the API is: PUBLIC_URL, else relative to the document ('/'), which a client generated from
+ * the live document resolves against where it fetched it. Never the request's Host header (or X-Forwarded-Host): the
+ * client chooses it, and a document naming it could send other readers, through a cache, to the client's host.
  */
-export function documentFor<T extends object> (generated: T, request: FastifyRequest, publicUrl: string | undefined): T {
-  const url = publicUrl ?? `${request.protocol}://${request.host}`
-  return { ...generated, servers: [{ url, description: publicUrl === undefined ? 'The server that served this document' : 'The API' }] }
+function serverOf (publicUrl: string | undefined): { url: string, description: string } {
+  return publicUrl === undefined
+    ? { url: '/', description: 'The server that serves this document' }
+    : { url: publicUrl, description: 'The API' }
 }
 
 /** A response schema that is itself a shared schema becomes a `$ref`, so it is documented once, as its component. */

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
+import proxyAddr from '@fastify/proxy-addr'
 import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { TrustProxy } from '../src/config.ts'
 
 /**
  * Log paths that can carry credentials; pino replaces them wherever they appear (the app's logger options). Any
@@ -13,19 +15,37 @@ export const REDACTED_LOG_PATHS = ['headers.authorization', '*.headers.authoriza
 /** An X-Request-Id worth keeping: short, and nothing that could break a log line or a header. */
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/
 
+/** Whether the proxy at `address`, `hop` hops from the service (0: the peer), is believed (TRUST_PROXY). */
+export type ProxyTrust = (address: string, hop: number) => boolean
+
 /**
- * The request id (Fastify's `genReqId`): the gateway's X-Request-Id when it sends a sane one, else a new UUID. Either
- * way it is echoed in the response (below) and stands in every log line of the request (`requestId`).
+ * TRUST_PROXY as one function: the same for the client address Fastify logs (its `trustProxy`) and for the request
+ * id below. Hops count from the service: with `1`, the peer (the gateway) is believed, and no one before it.
  */
-export function requestIdOf (request: IncomingMessage): string {
-  const header = request.headers['x-request-id']
-  return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID()
+export function proxyTrust (trustProxy: TrustProxy): ProxyTrust {
+  if (typeof trustProxy === 'boolean') return () => trustProxy
+  if (typeof trustProxy === 'number') return (_address, hop) => hop < trustProxy
+  return proxyAddr.compile(trustProxy)
+}
+
+/**
+ * The request id (Fastify's `genReqId`): the X-Request-Id of a trusted proxy (the gateway) when it sends a sane one,
+ * else a new UUID; anyone else's would let a client write what they like into the service's logs as the id of their
+ * request (the request line gives it apart, as `clientRequestId`). Either way it is echoed in the response (below)
+ * and stands in every log line of the request (`requestId`).
+ */
+export function requestIdFrom (trusts: ProxyTrust): (request: IncomingMessage) => string {
+  return (request) => {
+    const header = request.headers['x-request-id']
+    const peer = request.socket.remoteAddress
+    return typeof header === 'string' && peer !== undefined && trusts(peer, 0) && REQUEST_ID.test(header) ? header : randomUUID()
+  }
 }
 
 /**
  * One log line per request, when it has been answered, instead of Fastify's "incoming" and "completed" pair: its
- * id, method, route, path (never the query string, which may carry a key), status, duration, client address, and
- * what the route added with `request.logFields` (the chat's conversation id and intent, an error's code). The
+ * id, method, route, path (never the query string, which may carry a key), status, duration, client address, the
+ * client's own X-Request-Id when it was not taken as the id, and what the route added with `request.logFields` (the chat's conversation id and intent, an error's code). The
  * message text and the Authorization header are never in it. Fields go on the one line rather than on a child
  * logger: a pino child per request costs more than the line itself.
  */
@@ -58,6 +78,7 @@ declare module 'fastify' {
 const CLIENT_CLOSED_REQUEST = 499
 
 function requestLine (request: FastifyRequest, status: number, elapsedMs: number): Record<string, unknown> {
+  const given = request.headers['x-request-id']
   return {
     method: request.method,
     route: request.routeOptions.url ?? null,
@@ -65,6 +86,8 @@ function requestLine (request: FastifyRequest, status: number, elapsedMs: number
     status,
     ms: Math.round(elapsedMs * 10) / 10,
     ip: request.ip,
+    // An id the client sent and the service did not take (no trusted proxy), for finding their request; if sane.
+    ...(typeof given === 'string' && given !== request.id && REQUEST_ID.test(given) ? { clientRequestId: given } : {}),
     ...request.logFields
   }
 }

@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { IMAGE_FORMATS, type ImageFormat } from '../src/metadata/formats.ts'
+import { PHOTO_METADATA, SMALL_PHOTO_DATA_URI } from './examples.ts'
 import { StringEnum } from './string-enum.ts'
 
 export const ImageFormats = IMAGE_FORMATS
@@ -16,7 +17,7 @@ export const Gps = Type.Object({
   latitude: Type.Number({ minimum: -90, maximum: 90, description: 'Decimal degrees, south negative', examples: [43.4670816] }),
   longitude: Type.Number({ minimum: -180, maximum: 180, description: 'Decimal degrees, west negative', examples: [11.8845383] }),
   altitude: Nullable(Type.Number({ description: 'Metres above sea level (negative below)', examples: [231.5] }))
-}, { $id: 'Gps', title: 'Gps' })
+}, { $id: 'Gps', title: 'Gps', examples: [PHOTO_METADATA.gps] })
 
 export const Resolution = Type.Object({
   width: Type.Integer({ minimum: 1, description: 'Pixel width of the primary image as stored', examples: [640] }),
@@ -88,7 +89,7 @@ export const ContentCredentials = Type.Object({
 })
 
 export const Provenance = Type.Object({
-  sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the bytes received', examples: ['9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'] }),
+  sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the bytes received', examples: [PHOTO_METADATA.provenance.sha256] }),
   software: Nullable(Type.String({
     description: 'EXIF Software, else XMP CreatorTool, trimmed',
     examples: ['Adobe Photoshop 25.0 (Macintosh)']
@@ -105,8 +106,8 @@ const Format = StringEnum(ImageFormats, {
   description: 'Decided from the file\'s bytes, not from its declared type; a camera raw format by its file-type extension (dng, cr3, nef…)',
   examples: ['jpeg']
 })
-const FilesizeKb = Type.Integer({ minimum: 0, description: 'File size in KiB (bytes / 1024, rounded)', examples: [154] })
-const FilesizeBytes = Type.Integer({ minimum: 1, description: 'Exact file size in bytes', examples: [157382] })
+const FilesizeKb = Type.Integer({ minimum: 0, description: 'File size in KiB (bytes / 1024, rounded)', examples: [PHOTO_METADATA.filesize_kb] })
+const FilesizeBytes = Type.Integer({ minimum: 1, description: 'Exact file size in bytes', examples: [PHOTO_METADATA.filesize_bytes] })
 
 export const ImageMetadata = Type.Object({
   camera: Nullable(Type.Ref(Camera)),
@@ -123,7 +124,7 @@ export const ImageMetadata = Type.Object({
   tags: Type.Optional(Type.Record(Type.String(), Type.Unknown(), {
     description: 'With ?full=true: every tag ExifTool reads, grouped by ExifTool family-1 group (ExifTool\'s grouped JSON)'
   }))
-}, { $id: 'ImageMetadata', title: 'ImageMetadata', description: 'The metadata read from one image' })
+}, { $id: 'ImageMetadata', title: 'ImageMetadata', description: 'The metadata read from one image', examples: [PHOTO_METADATA] })
 export type ImageMetadata = Static<typeof ImageMetadata>
 export type Camera = Static<typeof Camera>
 export type Gps = Static<typeof Gps>
@@ -149,7 +150,7 @@ export const MetadataJsonBody = Type.Object({
   // No minLength: ajv would count a 34 MB string's characters one by one; the decoder answers an empty one NO_IMAGE.
   image: Type.String({
     description: 'The image as a data URI: data:image/<subtype>;base64,<data> (not empty)',
-    examples: ['data:image/jpeg;base64,/9j/4AAQSkZJRgABAQ...']
+    examples: [SMALL_PHOTO_DATA_URI]
   })
 }, { $id: 'MetadataJsonBody', title: 'MetadataJsonBody' })
 export type MetadataJsonBody = Static<typeof MetadataJsonBody>

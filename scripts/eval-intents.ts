@@ -1,12 +1,18 @@
 /**
- * npm run eval -- <file.csv>…: how well the assistant understands labelled messages (docs/chat.md, "Evaluation").
- * Each CSV needs a header row with `utterance` and `intent` columns; other columns are ignored. The model is trained
- * from the domain pack (DOMAIN_PACK, or the default pack) exactly as the service trains it.
+ * npm run eval -- <file.csv>…: how well the assistant understands labelled messages and answers held-out questions
+ * (docs/chat.md, "Evaluation"). A CSV with `utterance` and `intent` columns is labelled messages; one with `question`
+ * and `answer` columns (an answer id) is held-out questions — without any on the command line, test/fixtures'
+ * answers-*.csv are. Other columns are ignored. The model is trained from the domain pack (DOMAIN_PACK, or the
+ * default pack) exactly as the service trains it.
  *
  *   --spread N   also train N other seed sets and report the spread of the figures (slow: one training each)
  */
+import { readdirSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { ChatService } from '../src/chat/chat-service.ts'
+import { MemoryConversationStore } from '../src/chat/conversation-store.ts'
 import { DEFAULT_DOMAIN_PACK, loadDomainPack } from '../src/chat/domain-pack/load.ts'
+import { isQuestionFile, readLabelledQuestions, scoreAnswers } from '../src/chat/evaluation/answers.ts'
 import { predictionAt, readLabelledMessages, scoreIntents, type LabelledMessage } from '../src/chat/evaluation/intents.ts'
 import { loadEnglishWords } from '../src/chat/nlu/english.ts'
 import { DEFAULT_MODEL_CACHE, trainedForPack } from '../src/chat/nlu/model-cache.ts'
@@ -14,10 +20,16 @@ import { DEFAULT_SEEDS, trainUnderstanding } from '../src/chat/nlu/training.ts'
 import { Understander } from '../src/chat/nlu/understand.ts'
 import { timeClassification } from '../test/support/classification-timing.ts'
 
-const { values, positionals: files } = parseArgs({ allowPositionals: true, options: { spread: { type: 'string' } } })
-if (files.length === 0) {
-  process.stderr.write('usage: npm run eval -- <file.csv>… [--spread N]   (columns: utterance, intent)\n')
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { spread: { type: 'string' } } })
+if (positionals.length === 0) {
+  process.stderr.write('usage: npm run eval -- <file.csv>… [--spread N]   (columns: utterance, intent; or question, answer)\n')
   process.exit(2)
+}
+const questionFiles = positionals.filter((file) => isQuestionFile(file))
+const files = positionals.filter((file) => !questionFiles.includes(file))
+if (questionFiles.length === 0) {
+  const fixtures = new URL('../test/fixtures/', import.meta.url)
+  questionFiles.push(...readdirSync(fixtures).filter((file) => /^answers-.*\.csv$/.test(file)).sort().map((file) => new URL(file, fixtures).pathname))
 }
 
 const messages: LabelledMessage[] = files.flatMap((file) => readLabelledMessages(file))
@@ -32,6 +44,14 @@ const today = new Date().toISOString().slice(0, 10)
 const understandings = messages.map((message) => understander.understand(message.utterance, today))
 const scores = scoreIntents(messages, understandings.map((understanding) => understanding.intent))
 const timing = timeClassification((message) => understander.understand(message, today), messages.map((message) => message.utterance))
+const chat = new ChatService({
+  pack,
+  trained,
+  store: new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1, maxBytes: 1024 * 1024 }),
+  baseUrl: 'https://shop.example.com',
+  historyLimit: 2
+})
+const readTiming = timeClassification((message) => chat.read(message, today), messages.map((message) => message.utterance))
 
 const percent = (value: number): string => Number.isNaN(value) ? '—' : `${(value * 100).toFixed(1)}%`
 const out: string[] = []
@@ -41,6 +61,16 @@ out.push(`support intents    accuracy ${percent(scores.support.accuracy)}, macro
 out.push(`out of scope       recall ${percent(scores.outOfScope.recall)} (${scores.outOfScope.count} messages)`)
 out.push(`all labels         accuracy ${percent(scores.all.accuracy)}`)
 out.push(`µs per message     ${timing.median.toFixed(1)} median, ${timing.p99.toFixed(1)} p99 (understanding: entities, model, rejector)`)
+out.push(`                   ${readTiming.median.toFixed(1)} median, ${readTiming.p99.toFixed(1)} p99 (with the answer selector, slots and clauses)`)
+for (const file of questionFiles) {
+  const questions = readLabelledQuestions(file)
+  const scores = scoreAnswers(questions, chat, pack, today)
+  out.push('', `answer selection   ${file}: ${scores.count} questions, each the first message of a conversation`)
+  out.push(`  answered right   ${percent(scores.accuracy)} (no answer given: ${percent(scores.unanswered)})`)
+  out.push(`  within request   ${percent(scores.withinRequest)} (the selector among the answers of the expected answer's requests)`)
+  if (scores.unknown.length > 0) out.push(`  unknown ids      ${scores.unknown.join(', ')} (the pack has no such answer)`)
+  for (const { expected, given, count } of scores.confusions.slice(0, 10)) out.push(`  ${String(count).padStart(4)}  ${expected} → ${given}`)
+}
 
 const threshold = pack.understanding.rejection_threshold
 out.push('', 'out-of-scope trade-off (understanding.rejection_threshold; * the pack\'s)')

@@ -17,7 +17,7 @@ import openapi from '../plugins/openapi.ts'
 import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
 import securityHeaders, { HEADERS_WITHOUT_HOOKS } from '../plugins/security-headers.ts'
-import requestId, { REDACTED_LOG_PATHS, RequestLog, requestIdOf } from '../plugins/request-log.ts'
+import requestId, { proxyTrust, REDACTED_LOG_PATHS, RequestLog, requestIdFrom } from '../plugins/request-log.ts'
 
 export interface BuildOptions {
   /** Where the JSON log lines go; standard output by default. */
@@ -30,10 +30,6 @@ const API_ALIAS_PREFIX = '/api/v1/'
 /** The longest path parameter: a conversation id's maximum length. */
 const MAX_PARAM_LENGTH = 128
 
-function trustHops (hops: number): (address: string, hop: number) => boolean {
-  return (_address, hop) => hop < hops
-}
-
 /**
  * Builds the whole service without listening: each test makes its own instance with its own configuration.
  * Closing it ends the ExifTool pool, closes the Redis connection and removes the scratch directory.
@@ -41,6 +37,7 @@ function trustHops (hops: number): (address: string, hop: number) => boolean {
  */
 export async function buildApp (config: AppConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
   const { chat, connections } = config
+  const trusts = proxyTrust(config.trustProxy)
   const app = Fastify({
     requestTimeout: connections.requestTimeoutMs,
     keepAliveTimeout: connections.keepAliveTimeoutMs,
@@ -55,9 +52,9 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
       answerFrameworkError(error, reply, MAX_PARAM_LENGTH)
     },
     clientErrorHandler: (error, socket) => { answerClientError(error, socket, connections) },
-    // A number of hops becomes the function Fastify's types ask for (proxy-addr reads it the same way).
-    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
-    genReqId: requestIdOf,
+    // One reading of TRUST_PROXY for the client address and the request id.
+    trustProxy: config.trustProxy === false ? false : trusts,
+    genReqId: requestIdFrom(trusts),
     logController: new RequestLog(),
     logger: {
       level: config.logLevel,
@@ -84,10 +81,10 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(jsonBody)
   await app.register(securityHeaders)
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
-  await app.register(docs, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
+  await app.register(docs)
   await app.register(exiftoolPool, config.exiftool)
   await app.register(contentCredentials, config.contentCredentials)
-  await app.register(metrics)
+  await app.register(metrics, { exiftoolMaxProcesses: config.exiftool.procs })
   await app.register(conversationStore, {
     ...(chat.redisUrl === undefined ? {} : { redisUrl: chat.redisUrl }),
     redisKeyPrefix: chat.redisKeyPrefix,
@@ -100,7 +97,8 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     ...(chat.domainPack === undefined ? {} : { domainPack: chat.domainPack }),
     ...(chat.modelCacheDir === undefined ? {} : { modelCacheDir: chat.modelCacheDir }),
     supportBaseUrl: chat.supportBaseUrl,
-    historyLimit: chat.historyLimit
+    historyLimit: chat.historyLimit,
+    factLimits: chat.factLimits
   })
   await app.register(health)
   await app.register(async function v1 (api) {

@@ -4,6 +4,7 @@ import { isIP } from 'node:net'
 import { availableParallelism, tmpdir } from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { envSchema } from 'env-schema'
+import { DEFAULT_FACT_LIMITS, type FactLimits } from './chat/conversation-facts.ts'
 import { DEFAULT_MODEL_CACHE } from './chat/nlu/model-cache.ts'
 import {
   DEFAULT_CLIENT_SHARE,
@@ -144,7 +145,7 @@ export const EnvSchema = Type.Object({
   })),
   REDIS_KEY_PREFIX: Type.String({
     default: 'chat-metadata-api:',
-    description: 'Prefix of the service\'s Redis keys: `<prefix>conversation:<id>` (the conversation without its history) and `<prefix>conversation:<id>:turns` (its turns), both with the conversation\'s TTL.'
+    description: 'Prefix of the service\'s Redis keys: `<prefix>conversation:<id>` (the conversation without its history), `<prefix>conversation:<id>:turns` (its turns) and `<prefix>conversation:<id>:version` (how many times it was stored, which makes its messages apply one at a time), all with the conversation\'s TTL.'
   }),
   CONVERSATION_TTL_SECONDS: Type.Integer({
     minimum: 60,
@@ -156,13 +157,13 @@ export const EnvSchema = Type.Object({
     minimum: 1,
     maximum: 10_000_000,
     default: DEFAULT_CONVERSATION_MAX,
-    description: 'In-memory store: conversations kept, the least recently used dropped first. It only guards against floods of tiny conversations: `CONVERSATION_MAX_BYTES` is the real limit.'
+    description: 'In-memory store: conversations kept, of all API keys together. When it is full, the API key holding the most loses its least recently used one. It only guards against floods of tiny conversations: `CONVERSATION_MAX_BYTES` is the real limit.'
   }),
   CONVERSATION_MAX_BYTES: Type.Integer({
     minimum: 65_536,
     maximum: 64 * 1024 * 1024 * 1024,
     default: DEFAULT_CONVERSATION_MAX_BYTES,
-    description: 'In-memory store: the conversations\' total size (128 MiB), counted from their text plus a fixed cost per turn and fact; the least recently used go first. Beyond a busy day of one replica, use Redis.'
+    description: 'In-memory store: the conversations\' total size (128 MiB), of all API keys together, counted from their text plus a fixed cost per turn and fact. When it is full, the API key holding the most loses its least recently used conversations: a key holding no more than its share (this divided by the keys holding conversations) never loses one to another key\'s traffic. Beyond a busy day of one replica, use Redis.'
   }),
   CONVERSATION_HISTORY: Type.Integer({
     minimum: 2,
@@ -170,9 +171,21 @@ export const EnvSchema = Type.Object({
     default: 50,
     description: 'Turns kept per conversation (a customer message and a reply are two turns).'
   }),
+  CONVERSATION_MAX_FACTS: Type.Integer({
+    minimum: 10,
+    maximum: 10_000,
+    default: DEFAULT_FACT_LIMITS.count,
+    description: 'Facts one conversation remembers at most: request `context` members and what the customer wrote (order number, e-mail, purchase date). Beyond it the least recently given are forgotten; the request is never refused for it (docs/chat-state.md).'
+  }),
+  CONVERSATION_MAX_FACT_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 16 * 1024 * 1024,
+    default: DEFAULT_FACT_LIMITS.bytes,
+    description: 'Size of the facts one conversation remembers at most (64 KiB), counted as the characters of each name and value and 6 for their JSON (a character is a byte for Latin text). Beyond it the least recently given are forgotten; the request is never refused for it.'
+  }),
   TRUST_PROXY: Type.String({
     default: 'false',
-    description: 'Which proxies\' `X-Forwarded-For`/`-Proto`/`-Host` to believe: `false`, `true` (every hop), a number of hops (`1` behind the compose gateway), or addresses and CIDR ranges (`10.0.0.0/8,::1`).'
+    description: 'Which proxies\' `X-Forwarded-For`/`-Proto` and `X-Request-Id` to believe: `false`, `true` (every hop), a number of hops (`1` behind the compose gateway), or addresses and CIDR ranges (`10.0.0.0/8,::1`). The request id is the peer\'s `X-Request-Id` only when the peer is trusted; otherwise it is generated, and the client\'s value logged as `clientRequestId`.'
   }),
   RATE_LIMIT_CHAT_PER_MIN: Type.Integer({
     minimum: 0,
@@ -242,7 +255,7 @@ export const EnvSchema = Type.Object({
   }),
   PUBLIC_URL: Type.Optional(Type.String({
     pattern: '^https?://[^\\s/]+(/[^\\s]*)?$',
-    description: 'Where clients reach the API (the gateway\'s URL), for the OpenAPI document\'s `servers`. Default: the URL the document was fetched at.'
+    description: 'Where clients reach the API (the gateway\'s URL), for the OpenAPI document\'s `servers`. Default: `/`, relative to where the document was fetched; never the request\'s `Host` header.'
   }))
 })
 type Env = Static<typeof EnvSchema>
@@ -261,15 +274,17 @@ export interface ChatConfig {
   redisKeyPrefix: string
   /** A conversation is forgotten this long after its last message. */
   conversationTtlMs: number
-  /** In-memory store: conversations kept (least recently used dropped first). */
+  /** In-memory store: conversations kept, of all API keys (the key holding the most loses its least recently used). */
   maxConversations: number
   /**
-   * In-memory store: their total size (least recently used dropped first), as the store estimates it from their text
-   * and a cost per turn and fact (src/chat/conversation-store.ts).
+   * In-memory store: their total size, as the store estimates it from their text and a cost per turn and fact
+   * (src/chat/conversation-store.ts); the key holding the most loses its least recently used first.
    */
   maxConversationBytes: number
   /** Turns kept per conversation. */
   historyLimit: number
+  /** Facts a conversation remembers, by count and size: the least recently given are forgotten first. */
+  factLimits: FactLimits
 }
 
 /**
@@ -423,7 +438,8 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
       conversationTtlMs: env.CONVERSATION_TTL_SECONDS * 1000,
       maxConversations: env.CONVERSATION_MAX,
       maxConversationBytes: env.CONVERSATION_MAX_BYTES,
-      historyLimit: env.CONVERSATION_HISTORY
+      historyLimit: env.CONVERSATION_HISTORY,
+      factLimits: { count: env.CONVERSATION_MAX_FACTS, bytes: env.CONVERSATION_MAX_FACT_BYTES }
     },
     ...(generatedDevKey === undefined ? {} : { generatedDevKey })
   }

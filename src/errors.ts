@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'UNAUTHORIZED'
   | 'ROUTE_NOT_FOUND'
   | 'CONVERSATION_NOT_FOUND'
+  | 'CONVERSATION_BUSY'
   | 'REQUEST_TIMEOUT'
   | 'IMAGE_TOO_LARGE'
   | 'BODY_TOO_LARGE'
@@ -77,6 +78,7 @@ export const UnauthorizedError = kind('UNAUTHORIZED', 'Unauthorized')
 export const KeyInUrlError = kind('UNAUTHORIZED', 'Unauthorized: send the API key in the Authorization header (Authorization: Bearer <key>), never in the URL')
 export const RouteNotFoundError = kind('ROUTE_NOT_FOUND', 'Route %s:%s not found')
 export const ConversationNotFoundError = kind('CONVERSATION_NOT_FOUND', 'Conversation not found')
+export const ConversationBusyError = kind('CONVERSATION_BUSY', 'Other messages to this conversation were being answered at the same time; send this one again after the Retry-After delay')
 export const RequestTimeoutError = kind('REQUEST_TIMEOUT', 'The request was not received in time: its headers must arrive within %s seconds, all of it within %s seconds')
 export const ImageTooLargeError = kind('IMAGE_TOO_LARGE', 'The image is larger than the limit of %d bytes')
 export const BodyTooLargeError = kind('BODY_TOO_LARGE', 'The request body is larger than the limit of %d bytes')

@@ -1,7 +1,8 @@
 /**
  * Child process of scripts/fuzz.ts (forked by scripts/fuzz/server.ts): the real app and nothing else of the fuzzer.
  * buildApp + loadConfig with the fuzzer's API key, the metadata rate limit off, scratch under FUZZ_TEMP_ROOT, request
- * log lines in FUZZ_LOG_FILE (to quote for failing cases); answers the fuzzer's commands over the fork's channel.
+ * log lines in FUZZ_LOG_FILE (to quote for failing cases; the fuzzer on loopback is trusted as a gateway, so that its
+ * X-Request-Id names every line of a case); answers the fuzzer's commands over the fork's channel.
  */
 import { createWriteStream } from 'node:fs'
 import { readdir } from 'node:fs/promises'
@@ -22,7 +23,7 @@ function requiredEnv (name: string): string {
 const tempRoot = requiredEnv('FUZZ_TEMP_ROOT')
 const log = createWriteStream(requiredEnv('FUZZ_LOG_FILE'))
 // One client: its key may use the whole ExifTool pool.
-const config = loadConfig({ API_KEYS: requiredEnv('FUZZ_API_KEY'), TMPDIR: tempRoot, RATE_LIMIT_METADATA_PER_MIN: '0', EXIFTOOL_KEY_SHARE: '1' })
+const config = loadConfig({ API_KEYS: requiredEnv('FUZZ_API_KEY'), TMPDIR: tempRoot, RATE_LIMIT_METADATA_PER_MIN: '0', TRUST_PROXY: '127.0.0.1', EXIFTOOL_KEY_SHARE: '1' })
 const app = await buildApp(config, { logStream: { write (line: string) { log.write(line) } } })
 await app.listen({ host: '127.0.0.1', port: 0 })
 

@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto'
+import { AnswerSelector } from './answers/selector.ts'
+import { readWords } from './answers/terms.ts'
 import { utcDate } from './calendar.ts'
+import { boundFacts, DEFAULT_FACT_LIMITS, type FactLimits } from './conversation-facts.ts'
 import type { ConversationStore } from './conversation-store.ts'
+import { splitClauses } from './dialogue/clauses.ts'
 import type { Conversation } from './dialogue/conversation.ts'
-import { DialoguePolicy, type Decision, type RequestContext } from './dialogue/policy.ts'
+import { DialoguePolicy, type ClauseReading, type Decision, type MessageReading, type ReplyChoice, type RequestContext } from './dialogue/policy.ts'
+import { SlotReader } from './dialogue/slots.ts'
 import type { DomainPack } from './domain-pack/schema.ts'
 import { ConversationNotFound } from './errors.ts'
-import type { IntentName } from './intents.ts'
+import { SUPPORT_INTENTS, type IntentName } from './intents.ts'
 import type { TrainedUnderstanding } from './nlu/training.ts'
-import { Understander } from './nlu/understand.ts'
-import { ReplyRenderer } from './replies/renderer.ts'
+import { Understander, type Understanding } from './nlu/understand.ts'
+import { ReplyRenderer, type Reply } from './replies/renderer.ts'
 import type { RenderedLink } from './replies/templates.ts'
 
 export interface ChatServiceOptions {
@@ -20,6 +25,8 @@ export interface ChatServiceOptions {
   baseUrl: string
   /** Turns kept per conversation; older ones are dropped. */
   historyLimit: number
+  /** Facts a conversation remembers at most (the least recently given go first); DEFAULT_FACT_LIMITS when not given. */
+  factLimits?: FactLimits
   now?: () => Date
   /** Picks among usable reply templates; injectable so that tests can be exact. */
   random?: () => number
@@ -37,6 +44,8 @@ export interface SendMessage {
 export interface SentReply {
   reply: string
   intent: IntentName
+  /** The id of the pack's answer the reply gives, when it gives one (`returns.shipping_cost`). */
+  answer?: string
   confidence: number
   links: RenderedLink[]
   handoff: boolean
@@ -45,59 +54,82 @@ export interface SentReply {
 }
 
 /**
- * One message in, one reply out: load the conversation (with its last message and reply: the history is the store's),
- * understand the message, decide, render the reply, save. The only code that changes a conversation.
+ * One message in, one reply out: understand the message; load the conversation (with its last message and reply: the
+ * history is the store's), decide, render the reply, save. The only code that changes a conversation. The store
+ * applies the messages of one conversation one at a time, deciding again on what another message stored first.
  */
 export class ChatService {
   readonly understander: Understander
+  readonly answers: AnswerSelector
+  readonly slots: SlotReader
   readonly #pack: DomainPack
   readonly #policy: DialoguePolicy
   readonly #renderer: ReplyRenderer
   readonly #store: ConversationStore
   readonly #historyLimit: number
+  readonly #factLimits: FactLimits
   readonly #now: () => Date
 
   constructor (options: ChatServiceOptions) {
     this.#pack = options.pack
     this.understander = new Understander(options.trained, options.pack.understanding)
+    this.answers = new AnswerSelector(options.pack.answers, options.pack.requests)
+    this.slots = new SlotReader(options.pack.slots, options.pack.policies.payment_methods)
     this.#policy = new DialoguePolicy(options.pack)
     this.#renderer = new ReplyRenderer(options.pack, { baseUrl: options.baseUrl, ...(options.random === undefined ? {} : { random: options.random }) })
     this.#store = options.store
     this.#historyLimit = options.historyLimit
+    this.#factLimits = options.factLimits ?? DEFAULT_FACT_LIMITS
     this.#now = options.now ?? (() => new Date())
   }
 
   async send (input: SendMessage): Promise<SentReply> {
-    const now = this.#now()
+    const received = this.#now()
+    if (input.conversationId === undefined) {
+      const conversation = newConversation(input.owner, input.userId, received.toISOString())
+      const sent = this.#answer(conversation, input, this.read(input.message, utcDate(received)), received)
+      await this.#store.save(conversation, { newTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
+      return sent
+    }
+    // What the message says does not depend on the conversation: understood once (once it is found), however often
+    // the message is applied.
+    let read: MessageRead | undefined
+    return await this.#store.update(input.conversationId, (conversation) => {
+      if (!owns(conversation, input.owner, input.userId)) throw new ConversationNotFound()
+      read ??= this.read(input.message, utcDate(received))
+      // Applied again after another message came first: its time is when it was applied.
+      return this.#answer(conversation, input, read, this.#now())
+    }, { recentTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
+  }
+
+  /** Decides and renders the reply to the message, and changes the conversation accordingly (its turns included). */
+  #answer (conversation: Conversation, input: SendMessage, read: MessageRead, now: Date): SentReply {
     const timestamp = now.toISOString()
     const today = utcDate(now)
-    const conversation = input.conversationId === undefined
-      ? newConversation(input.owner, input.userId, timestamp)
-      : await this.#owned(input.conversationId, input.owner, input.userId, TURNS_PER_MESSAGE)
-
-    const understanding = this.understander.understand(input.message, today)
+    const context = input.context ?? {}
     const previousTurn = conversation.turns.findLast((turn) => turn.role === 'assistant')
-    const decision = this.#policy.decide({ ...conversation, ...(previousTurn === undefined ? {} : { previousIntent: previousTurn.intent }) }, understanding, input.context ?? {}, today)
-    const previous = previousTurn?.text
-    const reply = this.#renderer.render({ groups: this.#replyGroups(decision), facts: decision.facts, today, ...(previous === undefined ? {} : { previous }) })
-    // Unreachable with a checked pack: every intent has a default template that needs no context, and so do fallbacks.
-    if (reply === undefined) throw new Error(`No usable reply for intent ${decision.intent}`)
+    const previousMessage = conversation.turns.findLast((turn) => turn.role === 'customer')?.text
+    const state = { ...conversation, ...(previousTurn === undefined ? {} : { previousIntent: previousTurn.intent }), ...(previousMessage === undefined ? {} : { previousMessage }) }
+    const decision = this.#policy.decide(state, read.understanding, context, today, read.reading)
+    const reply = this.#render(decision, today, previousTurn?.text)
 
-    conversation.facts = decision.facts
+    conversation.facts = boundFacts(conversation.facts, decision.facts, Object.keys(context), this.#factLimits)
     conversation.misunderstoodInARow = decision.misunderstoodInARow
     if (decision.topic === undefined) delete conversation.topic
     else conversation.topic = decision.topic
     if (decision.pendingIntent === undefined) delete conversation.pendingIntent
     else conversation.pendingIntent = decision.pendingIntent
+    if (Object.keys(decision.slots).length === 0) delete conversation.slots
+    else conversation.slots = decision.slots
     conversation.turns.push(
       { role: 'customer', text: input.message, intent: decision.intent, timestamp },
       { role: 'assistant', text: reply.text, intent: decision.intent, timestamp, handoff: decision.handoff }
     )
     conversation.updatedAt = timestamp
-    await this.#store.save(conversation, { newTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
     return {
       reply: reply.text,
       intent: decision.intent,
+      ...(decision.answer === undefined ? {} : { answer: decision.answer.id }),
       confidence: decision.confidence,
       links: reply.links,
       handoff: decision.handoff,
@@ -111,30 +143,99 @@ export class ChatService {
     return await this.#owned(conversationId, owner, userId)
   }
 
-  #replyGroups (decision: Decision): Array<readonly string[]> {
-    if (decision.reply.kind === 'fallback') return [this.#pack.fallback[decision.reply.name]]
-    const { replies } = this.#pack.intents[decision.intent]
-    return decision.reply.situations.flatMap((situation) => {
+  /**
+   * What a message says, read once: the intent model's understanding, the answer selector's probabilities, the slots
+   * and cues, and — when it may make several requests — each clause's own reading.
+   */
+  read (message: string, today: string): MessageRead {
+    const understanding = this.understander.understand(message, today)
+    const { words, stems } = readWords(message)
+    const reading: MessageReading = { text: message, answers: this.answers.rank(stems), slots: this.slots.read(stems, message, words) }
+    const clauses = this.#clauses(message, understanding, today)
+    if (clauses !== undefined) reading.clauses = clauses
+    return { understanding, reading }
+  }
+
+  /**
+   * Each clause read on its own, when the message may make more than one request: a second request in scope is
+   * among the model's candidates for the whole message, and the message has several clauses.
+   */
+  #clauses (message: string, understanding: Understanding, today: string): ClauseReading[] | undefined {
+    const second = understanding.candidates[1]
+    const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && SUPPORT.has(second.intent)
+    if (!likely && !ANOTHER_REQUEST.test(message)) return undefined
+    const clauses = splitClauses(message)
+    if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
+    return clauses.map((clause) => {
+      const { words, stems } = readWords(clause)
+      const slots = this.slots.read(stems, clause, words)
+      return { understanding: this.understander.understand(clause, today), answers: this.answers.rank(stems), asks: slots.asks || slots.situation !== undefined }
+    })
+  }
+
+  /** The decision's reply, then each part that follows it, as one text with the links of all. */
+  #render (decision: Decision, today: string, previous: string | undefined): Reply {
+    const values = { ...decision.facts, ...decision.values }
+    const main = this.#renderChoice(decision.intent, decision.reply, values, today, previous)
+    // Unreachable with a checked pack: every intent and answer has a default template that needs no context, and so
+    // do fallbacks.
+    if (main === undefined) throw new Error(`No usable reply for intent ${decision.intent}`)
+    const texts = [main.text]
+    const links = [...main.links]
+    for (const part of decision.more) {
+      const rendered = this.#renderChoice(part.intent, part.reply, values, today, undefined)
+      if (rendered === undefined) continue
+      texts.push(rendered.text)
+      for (const link of rendered.links) if (!links.some((other) => other.url === link.url)) links.push(link)
+    }
+    return { text: texts.join(' '), links }
+  }
+
+  #renderChoice (intent: IntentName, choice: ReplyChoice, facts: Decision['facts'], today: string, previous: string | undefined): Reply | undefined {
+    const request = { facts, today, ...(previous === undefined ? {} : { previous }) }
+    const reply = this.#renderer.render({ ...request, groups: this.#replyGroups(intent, choice) })
+    if (reply !== undefined || choice.kind !== 'intent' || choice.otherwise === undefined) return reply
+    return this.#renderer.render({ ...request, groups: [this.#pack.fallback[choice.otherwise]] })
+  }
+
+  #replyGroups (intent: IntentName, choice: ReplyChoice): Array<readonly string[]> {
+    if (choice.kind === 'fallback') return [this.#pack.fallback[choice.name]]
+    const replies = choice.kind === 'answer' ? this.answers.byId(choice.id)?.replies ?? { default: [] } : this.#pack.intents[intent].replies
+    return choice.situations.flatMap((situation) => {
       const group = replies[situation]
       return group === undefined ? [] : [group]
     })
   }
 
-  /**
-   * Unknown, expired, another key's or another user's conversation: the same answer, so none can be told apart.
-   * With `recentTurns`, only the last turns (a reply needs the previous one; the transcript, all).
-   */
-  async #owned (conversationId: string, ownerKey: string, userId: string, recentTurns?: number): Promise<Conversation> {
-    const conversation = await this.#store.load(conversationId, recentTurns)
-    if (conversation === undefined || conversation.ownerKey !== ownerKey || conversation.userId !== userId) {
-      throw new ConversationNotFound()
-    }
+  /** Unknown, expired, another key's or another user's conversation: the same answer, so none can be told apart. */
+  async #owned (conversationId: string, ownerKey: string, userId: string): Promise<Conversation> {
+    const conversation = await this.#store.load(conversationId)
+    if (conversation === undefined || !owns(conversation, ownerKey, userId)) throw new ConversationNotFound()
     return conversation
   }
 }
 
+/** What a message says, read once however often it is applied: the understanding, and what the dialogue reads of it. */
+interface MessageRead {
+  understanding: Understanding
+  reading: MessageReading
+}
+
 /** A message adds the customer's turn and the reply; the last two are all a message reads of the history. */
 const TURNS_PER_MESSAGE = 2
+const SUPPORT: ReadonlySet<string> = new Set(SUPPORT_INTENTS)
+/**
+ * How probable a second request must be, for the whole message, before its clauses are read one by one — or the
+ * message says it asks another thing.
+ */
+const SECOND_REQUEST_PROBABILITY = 0.05
+const ANOTHER_REQUEST = /\b(?:also|plus|another thing|as well)\b/i
+/** A message of more clauses is a story, not a list of requests: it is read whole. */
+const MAX_CLAUSES = 6
+
+function owns (conversation: Conversation, ownerKey: string, userId: string): boolean {
+  return conversation.ownerKey === ownerKey && conversation.userId === userId
+}
 
 function newConversation (ownerKey: string, userId: string, timestamp: string): Conversation {
   return { id: randomUUID(), ownerKey, userId, createdAt: timestamp, updatedAt: timestamp, facts: {}, misunderstoodInARow: 0, turns: [] }

@@ -1,11 +1,14 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import type { Conversation, Turn } from './dialogue/conversation.ts'
-import { ConversationStoreUnavailable } from './errors.ts'
+import { ConversationBusy, ConversationNotFound, ConversationStoreUnavailable } from './errors.ts'
+import { SerialByKey } from './serial-by-key.ts'
 
 /**
  * Where conversations live between messages. Both implementations keep a conversation for `ttlMs` after its last
- * message and hand out copies: what a caller changes counts only once it is saved.
+ * message and hand out copies: what a caller changes counts only once it is saved. They use of a conversation only
+ * its `id`, `ownerKey` and `turns` (and the in-memory store's size estimate its text); the rest is stored as it is.
  */
 export interface ConversationStore {
   /**
@@ -14,11 +17,27 @@ export interface ConversationStore {
    */
   load: (id: string, recentTurns?: number) => Promise<Conversation | undefined>
   /**
-   * Stores the conversation: everything in it but its turns replaces what was stored, and its last `newTurns` turns
-   * are added to the stored history (the others are as loaded, or fewer), which keeps its last `historyLimit` turns.
-   * A message writes its own turns, never the whole history again.
+   * Applies one change (a message) to a stored conversation, one change at a time per conversation across every
+   * process sharing the store, so that none is lost: `change` gets the conversation with its last `recentTurns`
+   * turns, changes it (new turns go at the end, and are added to the history, which keeps its last `historyLimit`)
+   * and returns what the caller needs. When another change was stored between the read and the write, `change` runs
+   * again on the conversation as it now is. Throws ConversationNotFound when there is no such conversation,
+   * ConversationBusy when other changes kept coming first, and whatever `change` throws (nothing is stored then).
+   */
+  update: <T>(id: string, change: (conversation: Conversation) => T | Promise<T>, options: UpdateOptions) => Promise<T>
+  /**
+   * Stores the conversation as it is, whatever was stored: for a new one. Everything in it but its turns replaces
+   * what was stored, and its last `newTurns` turns are added to the stored history (the others are as loaded, or
+   * fewer), which keeps its last `historyLimit` turns.
    */
   save: (conversation: Conversation, turns: NewTurns) => Promise<void>
+}
+
+export interface UpdateOptions {
+  /** How many of the last turns `change` needs to see. */
+  recentTurns: number
+  /** Turns kept per conversation, the most recent (CONVERSATION_HISTORY). */
+  historyLimit: number
 }
 
 export interface NewTurns {
@@ -30,12 +49,9 @@ export interface NewTurns {
 
 export interface MemoryStoreOptions {
   ttlMs: number
-  /** Conversations kept; the least recently used goes first. */
+  /** Conversations kept, of all API keys together. */
   maxConversations: number
-  /**
-   * Their total size as `conversationBytes` estimates it: the least recently used go first when a new one would
-   * pass it.
-   */
+  /** Their total size, as `conversationBytes` estimates it, of all API keys together. */
   maxBytes: number
   /** The clock TTLs are measured with (tests pass their own). */
   clock?: { now: () => number }
@@ -68,31 +84,103 @@ export function conversationBytes (conversation: Conversation): number {
  * One process's conversations, in memory: the default, for a single replica. Conversations are kept as objects,
  * never serialised; the store keeps its own copy, whose turns are frozen (a turn never changes once said, so copies
  * share them), and hands out copies of it.
+ *
+ * Each API key (a conversation's `ownerKey`) has its own least-recently-used list. When the store is full (by count
+ * or by size), the key holding the most loses its least recently used conversation, until the store fits: a key
+ * holding no more than its share (the store divided by the keys that hold conversations) never loses one to
+ * another key's traffic, so one key holder filling the store pushes out only their own.
  */
 export class MemoryConversationStore implements ConversationStore {
-  readonly #cache: LRUCache<string, Conversation>
+  readonly #options: MemoryStoreOptions
+  readonly #owners = new Map<string, LRUCache<string, Conversation>>()
+  readonly #serial = new SerialByKey()
 
   constructor (options: MemoryStoreOptions) {
-    this.#cache = new LRUCache({
-      max: options.maxConversations,
-      maxSize: options.maxBytes,
-      ttl: options.ttlMs,
-      ...(options.clock === undefined ? {} : { perf: options.clock, ttlResolution: 0 })
-    })
+    this.#options = options
   }
 
   async load (id: string, recentTurns?: number): Promise<Conversation | undefined> {
-    const stored = this.#cache.get(id)
+    let stored: Conversation | undefined
+    for (const conversations of this.#owners.values()) {
+      stored = conversations.get(id)
+      if (stored !== undefined) break
+    }
     if (stored === undefined) return undefined
     return copyOf(stored, recentTurns === undefined ? stored.turns.slice() : lastOf(stored.turns, recentTurns).slice())
   }
 
-  async save (conversation: Conversation, { newTurns, historyLimit }: NewTurns): Promise<void> {
-    const turns = [...this.#cache.peek(conversation.id)?.turns ?? []]
+  async update<T> (id: string, change: (conversation: Conversation) => T | Promise<T>, { recentTurns, historyLimit }: UpdateOptions): Promise<T> {
+    // One process holds the conversation: applying its changes in turn here is enough.
+    return await this.#serial.run(id, async () => {
+      const conversation = await this.load(id, recentTurns)
+      if (conversation === undefined) throw new ConversationNotFound()
+      const loadedTurns = conversation.turns.length
+      const value = await change(conversation)
+      this.#store(conversation, { newTurns: conversation.turns.length - loadedTurns, historyLimit })
+      return value
+    })
+  }
+
+  async save (conversation: Conversation, turns: NewTurns): Promise<void> {
+    this.#store(conversation, turns)
+  }
+
+  #store (conversation: Conversation, { newTurns, historyLimit }: NewTurns): void {
+    let previous: Conversation | undefined
+    for (const [owner, conversations] of this.#owners) {
+      previous = conversations.peek(conversation.id)
+      if (previous === undefined) continue
+      if (owner !== conversation.ownerKey) conversations.delete(conversation.id)
+      break
+    }
+    const turns = [...previous?.turns ?? []]
     for (const turn of lastOf(conversation.turns, newTurns)) turns.push(Object.isFrozen(turn) ? turn : Object.freeze({ ...turn }))
     turns.splice(0, turns.length - historyLimit)
     const stored = copyOf(conversation, turns)
-    this.#cache.set(stored.id, stored, { size: conversationBytes(stored) })
+    this.#conversationsOf(stored.ownerKey).set(stored.id, stored, { size: conversationBytes(stored) })
+    this.#fit(stored.ownerKey)
+  }
+
+  #conversationsOf (owner: string): LRUCache<string, Conversation> {
+    let conversations = this.#owners.get(owner)
+    if (conversations === undefined) {
+      // Bounded by the store's size (a conversation larger than it is not kept); the count is bounded in #fit.
+      conversations = new LRUCache({
+        maxSize: this.#options.maxBytes,
+        ttl: this.#options.ttlMs,
+        ...(this.#options.clock === undefined ? {} : { perf: this.#options.clock, ttlResolution: 0 })
+      })
+      this.#owners.set(owner, conversations)
+    }
+    return conversations
+  }
+
+  /** Drops conversations until the store fits: each time the least recently used of the key holding the most. */
+  #fit (writer: string): void {
+    let count = 0
+    let bytes = 0
+    for (const conversations of this.#owners.values()) {
+      count += conversations.size
+      bytes += conversations.calculatedSize
+    }
+    while (count > this.#options.maxConversations || bytes > this.#options.maxBytes) {
+      const bySize = bytes > this.#options.maxBytes
+      let heaviest: LRUCache<string, Conversation> | undefined
+      let most = -1
+      for (const [owner, conversations] of this.#owners) {
+        const held = bySize ? conversations.calculatedSize : conversations.size
+        // On a tie, the key that wrote loses its own.
+        if (held > most || (held === most && owner === writer)) {
+          heaviest = conversations
+          most = held
+        }
+      }
+      const before = heaviest!.calculatedSize
+      heaviest!.pop()
+      count--
+      bytes -= before - heaviest!.calculatedSize
+    }
+    for (const [owner, conversations] of this.#owners) if (conversations.size === 0) this.#owners.delete(owner)
   }
 }
 
@@ -113,81 +201,127 @@ export interface RedisStoreOptions {
   keyPrefix: string
 }
 
-/** The conversation's state and its last ARGV[1] turns (-1: all), read together. */
+/** The conversation's state, its last ARGV[1] turns (-1: all) and its version, read together. */
 const LOAD = `
 local count = tonumber(ARGV[1])
 local turns = {}
 if count < 0 then turns = redis.call('LRANGE', KEYS[2], 0, -1)
 elseif count > 0 then turns = redis.call('LRANGE', KEYS[2], -count, -1) end
-return {redis.call('GET', KEYS[1]), turns}`
+return {redis.call('GET', KEYS[1]), turns, redis.call('GET', KEYS[3]) or '0'}`
 
 /**
- * The conversation's state set, its new turns added (after dropping the stored ones when ARGV[4] is 1), the list
- * trimmed to the last ARGV[3] turns, and both keys given the TTL (ARGV[2] ms).
+ * Unless ARGV[5] is given and is no longer the conversation's version (another change was stored since it was
+ * read: 0 is returned, nothing written): the conversation's state set, its new turns added (after dropping the
+ * stored ones when ARGV[4] is 1), the list trimmed to the last ARGV[3] turns, the version counted up, and the three
+ * keys given the TTL (ARGV[2] ms).
  */
 const SAVE = `
+if ARGV[5] ~= '' and (redis.call('GET', KEYS[3]) or '0') ~= ARGV[5] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if ARGV[4] == '1' then redis.call('DEL', KEYS[2]) end
-if #ARGV > 4 then redis.call('RPUSH', KEYS[2], unpack(ARGV, 5)) end
+if #ARGV > 5 then redis.call('RPUSH', KEYS[2], unpack(ARGV, 6)) end
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('INCR', KEYS[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
 return 1`
 
 /** The store's two scripts, as ioredis defines them on the client (EVALSHA, the script sent again if Redis lost it). */
 interface ConversationScripts {
-  loadConversation: (stateKey: string, turnsKey: string, count: number) => Promise<[string | null, string[]]>
-  saveConversation: (stateKey: string, turnsKey: string, state: string, ttlMs: number, historyLimit: number, replace: 0 | 1, ...turns: string[]) => Promise<number>
+  loadConversation: (stateKey: string, turnsKey: string, versionKey: string, count: number) => Promise<[string | null, string[], string]>
+  saveConversation: (stateKey: string, turnsKey: string, versionKey: string, state: string, ttlMs: number, historyLimit: number, replace: 0 | 1, expectedVersion: string, ...turns: string[]) => Promise<number>
 }
 
 /**
- * Conversations in Redis: shared by every replica, kept across restarts, expired by Redis itself. Two keys each:
+ * Attempts at one change before ConversationBusy. Within a process the changes of a conversation already wait their
+ * turn, so the attempts only race other processes: each round stores one change, and this many rounds see the
+ * changes of as many replicas through.
+ */
+const UPDATE_ATTEMPTS = 8
+
+/**
+ * Conversations in Redis: shared by every replica, kept across restarts, expired by Redis itself. Three keys each:
  *
  * - `<prefix>conversation:<id>`: the conversation without its history (owner, user, facts, topic, times), as JSON,
- *   with `turns` left empty (a replica of the previous version, which kept the history there, then reads a
+ *   with `turns` left empty (a replica of an earlier version, which kept the history there, then reads a
  *   conversation without history rather than failing, during a rolling deploy);
  * - `<prefix>conversation:<id>:turns`: the history, a list of turns as JSON, oldest first, capped at the history
- *   limit.
+ *   limit;
+ * - `<prefix>conversation:<id>:version`: how many times it was stored (absent: 0, as for a conversation an earlier
+ *   version stored).
  *
- * A message reads the state and its last turns, and writes the state and its own two turns (RPUSH, LTRIM), never the
- * whole history; each in one Lua script, so one round trip, atomic, with both keys' TTL set together.
+ * A message reads the state, its last turns and the version, and writes the state and its own two turns (RPUSH,
+ * LTRIM), never the whole history; each in one Lua script, so one round trip, atomic, with the keys' TTL set
+ * together. The write is conditional on the version read (optimistic concurrency): when another replica stored a
+ * message in between, the message is applied again to what it stored. Rather than a lock, because a message's work
+ * is a few milliseconds of computation that can simply be redone, conflicts are rare, and nothing is left to clean up
+ * or wait out when a replica dies mid-message.
  */
 export class RedisConversationStore implements ConversationStore {
   readonly #redis: ConversationScripts
   readonly #options: RedisStoreOptions
+  readonly #serial = new SerialByKey()
 
   /** Defines the store's two scripts on `redis` (`loadConversation`, `saveConversation`). */
   constructor (redis: Redis, options: RedisStoreOptions) {
-    redis.defineCommand('loadConversation', { numberOfKeys: 2, lua: LOAD })
-    redis.defineCommand('saveConversation', { numberOfKeys: 2, lua: SAVE })
+    redis.defineCommand('loadConversation', { numberOfKeys: 3, lua: LOAD })
+    redis.defineCommand('saveConversation', { numberOfKeys: 3, lua: SAVE })
     this.#redis = redis as unknown as ConversationScripts
     this.#options = options
   }
 
   async load (id: string, recentTurns?: number): Promise<Conversation | undefined> {
-    const key = this.#key(id)
-    const [json, turns] = await unavailableOnError(this.#redis.loadConversation(key, `${key}:turns`, recentTurns ?? -1))
+    return (await this.#read(id, recentTurns))?.conversation
+  }
+
+  async update<T> (id: string, change: (conversation: Conversation) => T | Promise<T>, { recentTurns, historyLimit }: UpdateOptions): Promise<T> {
+    // The changes this process makes wait their turn here; only other processes' can come in between.
+    return await this.#serial.run(id, async () => {
+      for (let attempt = 1; ; attempt++) {
+        const read = await this.#read(id, recentTurns)
+        if (read === undefined) throw new ConversationNotFound()
+        const { conversation, version } = read
+        const loadedTurns = conversation.turns.length
+        const value = await change(conversation)
+        if (await this.#write(conversation, { newTurns: conversation.turns.length - loadedTurns, historyLimit }, version)) return value
+        if (attempt === UPDATE_ATTEMPTS) throw new ConversationBusy(`Other changes to the conversation came first ${attempt} times`)
+        // A random pause, doubling, so that replicas in step fall out of it.
+        await sleep(Math.random() * 2 ** attempt)
+      }
+    })
+  }
+
+  async save (conversation: Conversation, turns: NewTurns): Promise<void> {
+    await this.#write(conversation, turns)
+  }
+
+  /** The conversation and the version it was read at. */
+  async #read (id: string, recentTurns?: number): Promise<{ conversation: Conversation, version: string } | undefined> {
+    const keys = this.#keys(id)
+    const [json, turns, version] = await unavailableOnError(this.#redis.loadConversation(...keys, recentTurns ?? -1))
     if (json === null) return undefined
     const conversation = JSON.parse(json) as Conversation
     if (turns.length === 0 && conversation.turns.length > 0) {
-      // Stored whole by the previous version, its history in the state: moved to the list.
+      // Stored whole by an earlier version, its history in the state: moved to the list.
       const history = conversation.turns.map((turn) => JSON.stringify(turn))
-      await unavailableOnError(this.#redis.saveConversation(key, `${key}:turns`, JSON.stringify({ ...conversation, turns: [] }), this.#options.ttlMs, history.length, 1, ...history))
+      await unavailableOnError(this.#redis.saveConversation(...keys, JSON.stringify({ ...conversation, turns: [] }), this.#options.ttlMs, history.length, 1, '', ...history))
       conversation.turns = recentTurns === undefined ? conversation.turns : lastOf(conversation.turns, recentTurns).slice()
-    } else {
-      conversation.turns = turns.map((turn) => JSON.parse(turn) as Turn)
+      return { conversation, version: String(Number(version) + 1) }
     }
-    return conversation
+    conversation.turns = turns.map((turn) => JSON.parse(turn) as Turn)
+    return { conversation, version }
   }
 
-  async save (conversation: Conversation, { newTurns, historyLimit }: NewTurns): Promise<void> {
-    const key = this.#key(conversation.id)
+  /** Stores the conversation, unless `expectedVersion` is given and is no longer its version: then false. */
+  async #write (conversation: Conversation, { newTurns, historyLimit }: NewTurns, expectedVersion = ''): Promise<boolean> {
     const added = lastOf(conversation.turns, newTurns).map((turn) => JSON.stringify(turn))
     const state = JSON.stringify({ ...conversation, turns: [] })
-    await unavailableOnError(this.#redis.saveConversation(key, `${key}:turns`, state, this.#options.ttlMs, historyLimit, 0, ...added))
+    return await unavailableOnError(this.#redis.saveConversation(...this.#keys(conversation.id), state, this.#options.ttlMs, historyLimit, 0, expectedVersion, ...added)) === 1
   }
 
-  #key (id: string): string {
-    return `${this.#options.keyPrefix}conversation:${id}`
+  #keys (id: string): [state: string, turns: string, version: string] {
+    const state = `${this.#options.keyPrefix}conversation:${id}`
+    return [state, `${state}:turns`, `${state}:version`]
   }
 }
 

@@ -9,3 +9,12 @@ export class ConversationStoreUnavailable extends Error {
   override name = 'ConversationStoreUnavailable'
   readonly code = 'CONVERSATION_STORE_UNAVAILABLE'
 }
+
+/**
+ * Other messages to the conversation kept being applied between this one's read and write (other replicas): the
+ * message was not applied, and can be sent again.
+ */
+export class ConversationBusy extends Error {
+  override name = 'ConversationBusy'
+  readonly code = 'CONVERSATION_BUSY'
+}

@@ -3,6 +3,7 @@ import { returnWindow } from '../../src/chat/dialogue/return-window.ts'
 import { readLabelledMessages, scoreIntents, type IntentScores } from '../../src/chat/evaluation/intents.ts'
 import { INTENTS } from '../../src/chat/intents.ts'
 import { extractEntities, recogniseEntities } from '../../src/chat/nlu/entities.ts'
+import { trainingExamples } from '../../src/chat/nlu/training.ts'
 import type { Understander } from '../../src/chat/nlu/understand.ts'
 import { chatService, defaultAssistant } from '../support/chat.ts'
 
@@ -21,6 +22,14 @@ describe('intent recognition on the project\'s held-out messages', () => {
 
   beforeAll(() => {
     scores = scoreIntents(messages, messages.map((message) => understander.understand(message.utterance, '2026-11-20').intent))
+  })
+
+  it('none of them is in the training corpus (beyond short messages anyone would write alike)', () => {
+    const normalised = (text: string): string => text.toLowerCase().replace(/[^a-z0-9]+/g, ' ').trim()
+    const corpus = new Set(trainingExamples(defaultAssistant().pack).map((example) => normalised(example.text)))
+    const trainedOn = messages.map((message) => normalised(message.utterance))
+      .filter((text) => text.split(' ').length >= 5 && corpus.has(text))
+    expect(trainedOn).toEqual([])
   })
 
   it('covers every intent of the catalogue', () => {

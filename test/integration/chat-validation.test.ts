@@ -21,6 +21,7 @@ async function post (body: string, headers: Record<string, string> = {}): Promis
 }
 
 const valid = { message: 'where is my order?', user_id: 'customer-1' }
+const USER_ID_RULE = 'body/user_id must contain a visible character, and no control character (such as NUL or a line break)'
 
 describe('POST /v1/chat/send rejects', () => {
   it.each([
@@ -37,6 +38,11 @@ describe('POST /v1/chat/send rejects', () => {
     ['an empty user_id', { ...valid, user_id: '' }, 'body/user_id must NOT have fewer than 1 characters'],
     ['a user_id over 128 characters', { ...valid, user_id: 'u'.repeat(129) }, 'body/user_id must NOT have more than 128 characters'],
     ['a user_id that is not a string', { ...valid, user_id: 7 }, 'body/user_id must be string'],
+    ['a user_id of only whitespace', { ...valid, user_id: ' \u3000 ' }, USER_ID_RULE],
+    ['a user_id of a NUL', { ...valid, user_id: '\u0000' }, USER_ID_RULE],
+    ['a user_id with a NUL in it', { ...valid, user_id: 'customer-1\u0000admin' }, USER_ID_RULE],
+    ['a user_id with a line break in it', { ...valid, user_id: 'customer-1\nlevel=error' }, USER_ID_RULE],
+    ['a user_id of zero-width characters', { ...valid, user_id: '\u200b\u200d' }, USER_ID_RULE],
     ['a context that is not an object', { ...valid, context: 'A-1' }, 'body/context must be object'],
     ['an empty order_id', { ...valid, context: { order_id: '' } }, 'body/context/order_id must NOT have fewer than 1 characters'],
     ['an order_id over 64 characters', { ...valid, context: { order_id: '1'.repeat(65) } }, 'body/context/order_id must NOT have more than 64 characters'],
@@ -57,6 +63,17 @@ describe('POST /v1/chat/send rejects', () => {
   it.each(['👍', '¿?', 'ok\u200b', 'é'])('a short visible message (%j) is not blank', async (message) => {
     const response = await post(JSON.stringify({ ...valid, message }))
     expect(response.status).toBe(200)
+  })
+
+  it.each(['customer-8812', ' Ada Lovelace ', 'Zoë', '客户-7', 'e\u0301', '👍'])('a user_id with a visible character and no control (%j) is accepted', async (userId) => {
+    const response = await post(JSON.stringify({ ...valid, user_id: userId }))
+    expect(response.status).toBe(200)
+  })
+
+  it('the transcript\'s user_id follows the same rule', async () => {
+    const response = await fetch(`${base}/v1/chat/conversations/some-id?user_id=%20%00`, { headers: { authorization: `Bearer ${API_KEY}` } })
+    expect(response.status).toBe(400)
+    expect(await response.json()).toEqual({ statusCode: 400, code: 'VALIDATION_ERROR', error: 'Bad Request', message: USER_ID_RULE.replace('body/', 'querystring/') })
   })
 
   it('a leap day is a calendar day', async () => {

@@ -15,6 +15,7 @@ interface ChatBody {
   conversation_id: string
   timestamp: string
   intent: string
+  answer?: string
   confidence: number
   links: Array<{ label: string, url: string }>
   handoff: boolean
@@ -85,6 +86,17 @@ describe.each([
     expect(Math.abs(Date.parse(body.timestamp) - Date.now())).toBeLessThan(60_000)
     expect(body.conversation_id).toMatch(/^[0-9a-f-]{36}$/)
     expect(body).toMatchObject({ links: [], handoff: false })
+  })
+
+  it('names the answer it gives to a question inside a request, across the conversation, and none for a plain request', async () => {
+    const first = await send({ message: 'you sent me the wrong colour, order 40551' })
+    expect(first.intent).toBe('get_refund')
+    expect(first).not.toHaveProperty('answer')
+    const second = await send({ message: 'is sending it back free?', conversation_id: first.conversation_id })
+    expect(second).toMatchObject({ intent: 'check_refund_policy', answer: 'returns.shipping_cost', handoff: false })
+    expect(second.reply).toMatch(/^Yes, sending back a wrong item is free\./)
+    expect(second.links).toEqual([{ label: 'Return or refund', url: 'https://shop.example.com/orders/40551/return' }])
+    expect(Object.keys(second).sort()).toEqual(['answer', 'confidence', 'conversation_id', 'handoff', 'intent', 'links', 'reply', 'timestamp'])
   })
 
   it('asks for the order number, then completes the request when it comes', async () => {
@@ -264,6 +276,38 @@ describe.each([
     expect(await response.json()).toMatchObject({ code: 'CONVERSATION_NOT_FOUND', message: 'Conversation not found' })
   })
 
+  describe('what a conversation remembers of the context is bounded (CONVERSATION_MAX_FACTS, CONVERSATION_MAX_FACT_BYTES)', () => {
+    /** 49 new members of 1,000 characters: about 50 KB, within one request's limits. */
+    const newMembers = (message: number): Record<string, string> =>
+      Object.fromEntries(Array.from({ length: 49 }, (_, member) => [`m${message}_${member}`, 'v'.repeat(1000)]))
+
+    it('forgets the least recently given first: what comes with every message stays', async () => {
+      const forgetting = await send({ message: 'hi!', context: { customer_name: 'Priya' } })
+      const remembering = await send({ message: 'hi!', context: { customer_name: 'Priya' } })
+      for (let message = 0; message < 3; message++) {
+        await send({ message: 'where is my order?', conversation_id: forgetting.conversation_id, context: newMembers(message) })
+        await send({ message: 'where is my order?', conversation_id: remembering.conversation_id, context: { customer_name: 'Priya', ...newMembers(message) } })
+      }
+      expect((await send({ message: 'hi!', conversation_id: remembering.conversation_id })).reply).toMatch(/Priya/)
+      expect((await send({ message: 'hi!', conversation_id: forgetting.conversation_id })).reply).not.toMatch(/Priya/)
+    })
+
+    it.runIf(redis)('keeps the stored conversation small however many new members come', async () => {
+      const { conversation_id: id } = await send({ message: 'hello' })
+      for (let message = 0; message < 5; message++) await send({ message: 'where is my order?', conversation_id: id, context: newMembers(message) })
+      const client = new Redis(REDIS_URL)
+      try {
+        const state = JSON.parse((await client.get(`${prefix}conversation:${id}`))!) as { facts: Record<string, unknown> }
+        expect(Buffer.byteLength(JSON.stringify(state.facts))).toBeLessThanOrEqual(65_536)
+        // Before the bound: five messages' 245 members, 250 KB.
+        expect(await client.strlen(`${prefix}conversation:${id}`)).toBeLessThan(66_000)
+        expect(Object.keys(state.facts).slice(-49)).toEqual(Object.keys(newMembers(4)))
+      } finally {
+        client.disconnect()
+      }
+    })
+  })
+
   it('answers at the /api/v1 alias too', async () => {
     const response = await post({ message: 'how can I pay', user_id: 'customer-1' }, { path: '/api/v1/chat/send' })
     expect(response.status).toBe(200)
@@ -319,5 +363,129 @@ describe('conversations in Redis', () => {
   it('a Redis that cannot be reached stops start-up', async () => {
     await expect(createTestApp({ ...chatConfig(prefix, false), chat: { ...chatConfig(prefix, true).chat!, redisUrl: 'redis://127.0.0.1:1' } }))
       .rejects.toThrow('Redis at 127.0.0.1:1 cannot be reached')
+  })
+})
+
+describe('messages sent at once to one conversation', () => {
+  const prefix = `chat-metadata-api-test:${randomUUID()}:`
+  afterAll(async () => { await deleteKeys(prefix) })
+
+  /**
+   * Ten messages at once, alternating between `replicas`, each with a context member of its own and the first with
+   * the order: every one is answered, and every one is remembered.
+   */
+  async function sendAtOnce (replicas: string[]): Promise<void> {
+    const post = async (base: string, body: Record<string, unknown>): Promise<ChatBody> => {
+      const response = await fetch(`${base}/v1/chat/send`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ user_id: 'customer-1', ...body })
+      })
+      expect(response.status, await response.clone().text()).toBe(200)
+      return await response.json() as ChatBody
+    }
+    for (let round = 0; round < 3; round++) {
+      const { conversation_id: id } = await post(replicas[0]!, { message: 'hello' })
+      const order = `R-${round}${randomUUID().slice(0, 4)}`
+      const messages = Array.from({ length: 10 }, (_, index) => `question number ${index}`)
+      await Promise.all(messages.map(async (message, index) => await post(replicas[index % replicas.length]!, {
+        message,
+        conversation_id: id,
+        context: index === 0 ? { order_id: order } : { [`note_${index}`]: 'x' }
+      })))
+      const transcript = await (await fetch(`${replicas[1 % replicas.length]}/v1/chat/conversations/${id}?user_id=customer-1`, { headers: { authorization: `Bearer ${API_KEY}` } })).json() as { turns: Array<{ role: string, text: string }> }
+      // Each message and its reply, one pair after another, none missing.
+      expect(transcript.turns.map((turn) => turn.role)).toEqual(Array.from({ length: 11 }, () => ['customer', 'assistant']).flat())
+      expect(transcript.turns.filter((turn) => turn.role === 'customer').map((turn) => turn.text).sort()).toEqual(['hello', ...messages].sort())
+      // The order, given by one of them, is remembered whatever the others did.
+      expect((await post(replicas[1 % replicas.length]!, { message: 'where is my order?', conversation_id: id })).reply).toContain(order)
+    }
+  }
+
+  it('in Redis, through two replicas: each is applied in turn, none lost', async () => {
+    const config = { ...chatConfig(prefix, true), chat: { ...chatConfig(prefix, true).chat!, historyLimit: 50 } }
+    const replicas = [await createTestApp(config), await createTestApp(config)]
+    try {
+      await sendAtOnce(await Promise.all(replicas.map(listen)))
+    } finally {
+      for (const replica of replicas) await replica.close()
+    }
+  })
+
+  it('in Redis, when other writes keep coming first: 409 CONVERSATION_BUSY with Retry-After, the message not applied', async () => {
+    const t = await createTestApp(chatConfig(prefix, true))
+    const client = new Redis(REDIS_URL)
+    try {
+      const base = await listen(t)
+      const headers = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' }
+      const first = await (await fetch(`${base}/v1/chat/send`, { method: 'POST', headers, body: JSON.stringify({ message: 'hello', user_id: 'customer-1' }) })).json() as ChatBody
+      // Another replica storing a message between this one's every read and write, made certain: the app's own store
+      // runs each change after a real write to the conversation's version in the real Redis.
+      const store = t.app.conversationStore
+      const update = store.update.bind(store)
+      store.update = async (id, change, options) => await update(id, async (conversation) => {
+        await client.incr(`${prefix}conversation:${id}:version`)
+        return await change(conversation)
+      }, options)
+      const response = await fetch(`${base}/v1/chat/send`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ message: 'where is order A-1?', user_id: 'customer-1', conversation_id: first.conversation_id })
+      })
+      expect(response.status).toBe(409)
+      expect(response.headers.get('retry-after')).toBe('1')
+      expect(await response.json()).toEqual({
+        statusCode: 409,
+        code: 'CONVERSATION_BUSY',
+        error: 'Conflict',
+        message: 'Other messages to this conversation were being answered at the same time; send this one again after the Retry-After delay'
+      })
+      const transcript = await (await fetch(`${base}/v1/chat/conversations/${first.conversation_id}?user_id=customer-1`, { headers })).json() as { turns: unknown[] }
+      expect(transcript.turns).toHaveLength(2)
+    } finally {
+      client.disconnect()
+      await t.close()
+    }
+  })
+
+  it('in memory: each is applied in turn, none lost', async () => {
+    const t = await createTestApp({ ...chatConfig(prefix, false), chat: { ...chatConfig(prefix, false).chat!, historyLimit: 50 } })
+    try {
+      await sendAtOnce([await listen(t)])
+    } finally {
+      await t.close()
+    }
+  })
+})
+
+describe('conversations in memory, one API key filling the store', () => {
+  it('never pushes out another key\'s conversation: the flooder loses its own', async () => {
+    // 1 MiB of conversations; the flood is 40 conversations of about 52 KB each (as the store counts them).
+    const t = await createTestApp({ ...chatConfig('unused:', false), chat: { ...chatConfig('unused:', false).chat!, maxConversationBytes: 1024 * 1024 } })
+    try {
+      const base = await listen(t)
+      const post = async (key: string, body: Record<string, unknown>): Promise<ChatBody> => {
+        const response = await fetch(`${base}/v1/chat/send`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body)
+        })
+        expect(response.status).toBe(200)
+        return await response.json() as ChatBody
+      }
+      const transcript = async (key: string, id: string, userId: string): Promise<number> =>
+        (await fetch(`${base}/v1/chat/conversations/${id}?user_id=${userId}`, { headers: { authorization: `Bearer ${key}` } })).status
+      const victim = await post(OTHER_KEY, { message: 'where is order A-1?', user_id: 'victim' })
+      const flood: string[] = []
+      for (let index = 0; index < 40; index++) {
+        const context = Object.fromEntries(Array.from({ length: 49 }, (_, member) => [`m${member}`, 'v'.repeat(1000)]))
+        flood.push((await post(API_KEY, { message: 'hi', user_id: `flood-${index}`, context })).conversation_id)
+      }
+      expect(await transcript(OTHER_KEY, victim.conversation_id, 'victim')).toBe(200)
+      expect(await transcript(API_KEY, flood[0]!, 'flood-0')).toBe(404)
+      expect(await transcript(API_KEY, flood.at(-1)!, 'flood-39')).toBe(200)
+    } finally {
+      await t.close()
+    }
   })
 })

@@ -107,7 +107,8 @@ describe('loadConfig', () => {
         conversationTtlMs: 86_400_000,
         maxConversations: 200_000,
         maxConversationBytes: 134_217_728,
-        historyLimit: 50
+        historyLimit: 50,
+        factLimits: { count: 100, bytes: 65_536 }
       }
     })
   })
@@ -158,6 +159,8 @@ describe('loadConfig', () => {
       CONVERSATION_MAX: '500',
       CONVERSATION_MAX_BYTES: '1048576',
       CONVERSATION_HISTORY: '20',
+      CONVERSATION_MAX_FACTS: '40',
+      CONVERSATION_MAX_FACT_BYTES: '8192',
       TRUST_PROXY: '1',
       RATE_LIMIT_CHAT_PER_MIN: '30',
       RATE_LIMIT_METADATA_PER_MIN: '0',
@@ -207,7 +210,8 @@ describe('loadConfig', () => {
         conversationTtlMs: 3_600_000,
         maxConversations: 500,
         maxConversationBytes: 1_048_576,
-        historyLimit: 20
+        historyLimit: 20,
+        factLimits: { count: 40, bytes: 8192 }
       }
     })
   })
@@ -252,6 +256,8 @@ describe('loadConfig', () => {
     ['CONVERSATION_TTL_SECONDS', '10'],
     ['CONVERSATION_MAX', '0'],
     ['CONVERSATION_HISTORY', '1'],
+    ['CONVERSATION_MAX_FACTS', '5'],
+    ['CONVERSATION_MAX_FACT_BYTES', '100'],
     ['TRUST_PROXY', 'sometimes'],
     ['TRUST_PROXY', '10.0.0.0/8, not-an-address'],
     ['TRUST_PROXY', '999.1.1.1'],

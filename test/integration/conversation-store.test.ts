@@ -3,7 +3,7 @@ import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Conversation, Turn } from '../../src/chat/dialogue/conversation.ts'
 import { conversationBytes, MemoryConversationStore, RedisConversationStore, type ConversationStore } from '../../src/chat/conversation-store.ts'
-import { ConversationStoreUnavailable } from '../../src/chat/errors.ts'
+import { ConversationBusy, ConversationNotFound, ConversationStoreUnavailable } from '../../src/chat/errors.ts'
 import { until } from '../support/processes.ts'
 import { REDIS_URL } from '../support/redis.ts'
 
@@ -107,6 +107,55 @@ describe.each([
     expect((await store.load(saved.id))?.turns.map((kept) => kept.text)).toEqual(['a', 'b', 'c', 'd', 'e'])
   })
 
+  it('applies a change: what it returns comes back, its new turns join the history', async () => {
+    const store = make(60_000)
+    const saved = { ...conversation(), turns: ['a', 'b', 'c'].map((text) => turn(text)) }
+    await saveNew(store, saved)
+    const value = await store.update(saved.id, (loaded) => {
+      expect(loaded.turns.map((kept) => kept.text)).toEqual(['b', 'c'])
+      loaded.facts['email'] = 'ada@example.com'
+      loaded.turns.push(turn('d'), turn('e', 'assistant'))
+      return 'answered'
+    }, { recentTurns: 2, historyLimit: 4 })
+    expect(value).toBe('answered')
+    const stored = (await store.load(saved.id))!
+    expect(stored.facts).toEqual({ ...saved.facts, email: 'ada@example.com' })
+    expect(stored.turns.map((kept) => kept.text)).toEqual(['b', 'c', 'd', 'e'])
+  })
+
+  it('stores nothing when the change throws, and knows no conversation it does not have', async () => {
+    const store = make(60_000)
+    const saved = conversation()
+    await saveNew(store, saved)
+    await expect(store.update(saved.id, (loaded) => {
+      loaded.facts['order_id'] = 'changed'
+      throw new ConversationNotFound()
+    }, { recentTurns: 2, historyLimit: 50 })).rejects.toBeInstanceOf(ConversationNotFound)
+    expect((await store.load(saved.id))?.facts['order_id']).toBe('A-1')
+    const unknown = randomUUID()
+    let called = false
+    await expect(store.update(unknown, () => { called = true }, { recentTurns: 2, historyLimit: 50 })).rejects.toBeInstanceOf(ConversationNotFound)
+    expect(called).toBe(false)
+    expect(await store.load(unknown)).toBeUndefined()
+  })
+
+  it('applies changes sent at once one after another: none is lost', async () => {
+    const store = make(60_000)
+    const saved = { ...conversation(), facts: {}, turns: [] }
+    await saveNew(store, saved)
+    await Promise.all(Array.from({ length: 10 }, async (_, index) => await store.update(saved.id, async (loaded) => {
+      // A pause between the read and the write, where another change could come in.
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      loaded.facts[`member_${index}`] = index
+      loaded.turns.push(turn(`message ${index}`), turn(`reply ${index}`, 'assistant'))
+    }, { recentTurns: 2, historyLimit: 50 })))
+    const stored = (await store.load(saved.id))!
+    expect(stored.facts).toEqual(Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`member_${index}`, index])))
+    expect(stored.turns).toHaveLength(20)
+    // Each change's two turns stay together.
+    expect(stored.turns.map((kept) => kept.role)).toEqual(Array.from({ length: 10 }, () => ['customer', 'assistant']).flat())
+  })
+
   it('forgets a conversation once its TTL has passed since the last save', async () => {
     const store = make(300)
     const saved = conversation()
@@ -148,6 +197,53 @@ describe('in-memory store', () => {
     expect(await store.load(saved[0]!.id)).toBeUndefined()
     expect(await store.load(saved[1]!.id)).toBeDefined()
     expect(await store.load(saved[2]!.id)).toBeDefined()
+  })
+
+  describe('one API key filling the store', () => {
+    const of = (owner: string, text = 'x'.repeat(10_000)): Conversation => ({ ...conversation(), ownerKey: owner, turns: [turn(text)] })
+
+    it('pushes out its own conversations, never another key\'s within its share', async () => {
+      // Nine such conversations fit.
+      const store = new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1000, maxBytes: 105_000 })
+      const victim = of('victim')
+      await saveNew(store, victim)
+      const flood = Array.from({ length: 50 }, () => of('flooder'))
+      for (const one of flood) await saveNew(store, one)
+      expect(await store.load(victim.id)).toBeDefined()
+      // What fits of the flooder's is its most recent; the oldest went.
+      expect(await store.load(flood[0]!.id)).toBeUndefined()
+      expect(await store.load(flood.at(-1)!.id)).toBeDefined()
+      // The victim's conversation goes on being saved, and stays.
+      const loaded = (await store.load(victim.id, 1))!
+      loaded.turns.push(turn('still here'))
+      await store.save(loaded, withNewTurns(1))
+      for (const one of Array.from({ length: 20 }, () => of('flooder'))) await saveNew(store, one)
+      expect((await store.load(victim.id))?.turns.map((kept) => kept.text)).toEqual([victim.turns[0]!.text, 'still here'])
+    })
+
+    it('by count as by size', async () => {
+      const store = new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 10, maxBytes: 1024 * 1024 })
+      const victims = [of('victim', 'a'), of('victim', 'b')]
+      for (const one of victims) await saveNew(store, one)
+      const flood = Array.from({ length: 30 }, () => of('flooder', 'f'))
+      for (const one of flood) await saveNew(store, one)
+      for (const one of victims) expect(await store.load(one.id)).toBeDefined()
+      const kept = await Promise.all(flood.map(async (one) => await store.load(one.id) !== undefined))
+      expect(kept).toEqual([...Array.from({ length: 22 }, () => false), ...Array.from({ length: 8 }, () => true)])
+    })
+
+    it('a key beyond its share loses its least recently used first, whoever writes', async () => {
+      // Nine such conversations fit; two keys are each sure of four. The big one holds more; the small one's new
+      // conversations push out the big one's oldest.
+      const store = new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1000, maxBytes: 105_000 })
+      const big = Array.from({ length: 8 }, () => of('big'))
+      for (const one of big) await saveNew(store, one)
+      const small = Array.from({ length: 4 }, () => of('small'))
+      for (const one of small) await saveNew(store, one)
+      for (const one of small) expect(await store.load(one.id)).toBeDefined()
+      const bigKept = await Promise.all(big.map(async (one) => await store.load(one.id) !== undefined))
+      expect(bigKept).toEqual([false, false, false, true, true, true, true, true])
+    })
   })
 
   it('counts a conversation growing message by message, by its text and a cost per turn and fact', async () => {
@@ -216,6 +312,69 @@ describe('Redis store', () => {
     expect(JSON.parse((await redis.get(key))!)).toEqual({ ...old, turns: [] })
     expect(await redis.llen(`${key}:turns`)).toBe(3)
     expect(await store.load(old.id)).toEqual(old)
+  })
+
+  describe('two replicas (two clients, as two processes have)', () => {
+    const otherClient = new Redis(REDIS_URL)
+    const other = new RedisConversationStore(otherClient, { ttlMs: 86_400_000, keyPrefix: prefix })
+    afterAll(() => { otherClient.disconnect() })
+    const options = { recentTurns: 2, historyLimit: 50 }
+
+    it('a change stored by the other between the read and the write: the change runs again, on it', async () => {
+      const saved = { ...conversation(), facts: {}, turns: [] }
+      await saveNew(store, saved)
+      const seen: Array<Record<string, unknown>> = []
+      await store.update(saved.id, async (loaded) => {
+        seen.push({ ...loaded.facts })
+        if (seen.length === 1) {
+          await other.update(saved.id, (theirs) => {
+            theirs.facts['order_id'] = 'A-77'
+            theirs.turns.push(turn('order A-77'), turn('noted', 'assistant'))
+          }, options)
+        }
+        loaded.facts['customer_name'] = 'Ada'
+        loaded.turns.push(turn('I am Ada'), turn('hello Ada', 'assistant'))
+      }, options)
+      expect(seen).toEqual([{}, { order_id: 'A-77' }])
+      const stored = (await store.load(saved.id))!
+      expect(stored.facts).toEqual({ order_id: 'A-77', customer_name: 'Ada' })
+      expect(stored.turns.map((kept) => kept.text)).toEqual(['order A-77', 'noted', 'I am Ada', 'hello Ada'])
+    })
+
+    it('changes through both at once: none is lost', async () => {
+      const saved = { ...conversation(), facts: {}, turns: [] }
+      await saveNew(store, saved)
+      await Promise.all(Array.from({ length: 12 }, async (_, index) => await (index % 2 === 0 ? store : other).update(saved.id, async (loaded) => {
+        await new Promise((resolve) => setTimeout(resolve, 2))
+        loaded.facts[`member_${index}`] = index
+        loaded.turns.push(turn(`message ${index}`), turn(`reply ${index}`, 'assistant'))
+      }, options)))
+      const stored = (await store.load(saved.id))!
+      expect(stored.facts).toEqual(Object.fromEntries(Array.from({ length: 12 }, (_, index) => [`member_${index}`, index])))
+      expect(stored.turns.map((kept) => kept.role)).toEqual(Array.from({ length: 12 }, () => ['customer', 'assistant']).flat())
+    })
+
+    it('gives up with ConversationBusy when other changes keep coming first, and stores nothing of its own', async () => {
+      const saved = { ...conversation(), facts: {}, turns: [] }
+      await saveNew(store, saved)
+      let attempts = 0
+      await expect(store.update(saved.id, async (loaded) => {
+        attempts++
+        await other.update(saved.id, (theirs) => { theirs.facts[`theirs_${attempts}`] = true }, options)
+        loaded.facts['mine'] = true
+      }, options)).rejects.toBeInstanceOf(ConversationBusy)
+      expect(attempts).toBe(8)
+      expect((await store.load(saved.id))?.facts).not.toHaveProperty('mine')
+    })
+
+    it('keeps the version with the conversation: its own key, with the same TTL', async () => {
+      const saved = conversation()
+      await saveNew(store, saved)
+      await store.update(saved.id, () => {}, options)
+      const key = `${prefix}conversation:${saved.id}:version`
+      expect(await redis.get(key)).toBe('2')
+      expect(await redis.pttl(key)).toBeGreaterThan(86_300_000)
+    })
   })
 
   it('a Redis that stops answering makes the store unavailable', async () => {

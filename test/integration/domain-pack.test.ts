@@ -51,7 +51,23 @@ describe('a domain pack that is wrong stops start-up, naming the place', () => {
     ['an order intent that cannot ask for the order', (pack: Record<string, any>) => { delete pack['intents']['track_order'].replies.ask_order }, '/intents/track_order/replies/ask_order is required'],
     ['an intent with nothing to say without context', (pack: Record<string, any>) => { pack['intents']['review'].replies.default = ['Thanks {customer_name}!'] }, '/intents/review/replies/default needs a template'],
     ['replies for a situation the intent does not have', (pack: Record<string, any>) => { pack['intents']['review'].replies.broken_item = ['Sorry!'] }, '/intents/review/replies/broken_item: no such situation'],
-    ['a situation with too few examples', (pack: Record<string, any>) => { pack['intents']['review'].situations = { stars: ['five stars'] } }, '/intents/review/situations/stars']
+    ['a situation with too few examples', (pack: Record<string, any>) => { pack['intents']['review'].situations = { stars: ['five stars'] } }, '/intents/review/situations/stars'],
+    ['a policy no answer states', (pack: Record<string, any>) => {
+      pack['answers'] = pack['answers'].filter((answer: { states: string[] }) => !answer.states.includes('missing_items'))
+    }, '/policies: no answer states "missing_items"'],
+    ['an answer stating a fact the policies lack', (pack: Record<string, any>) => { pack['answers'][0].states.push('loyalty_points') }, 'no policy fact "loyalty_points"'],
+    ['an answer writing a figure no stated policy gives', (pack: Record<string, any>) => {
+      const answer = pack['answers'].find((candidate: { id: string }) => candidate.id === 'returns.shipping_cost')
+      answer.replies.default.push('A return label costs $3.50.')
+    }, '"$3.50" is in no policy the answer states'],
+    ['two answers with one id', (pack: Record<string, any>) => { pack['answers'][1].id = pack['answers'][0].id }, 'the id is used twice'],
+    ['answer replies for a situation the dialogue does not know', (pack: Record<string, any>) => { pack['answers'][0].replies.sunny_day = ['Nice!'] }, '/replies/sunny_day: no such situation'],
+    ['an answer with nothing to say without context', (pack: Record<string, any>) => {
+      const answer = pack['answers'].find((candidate: { id: string }) => candidate.id === 'contact.email')
+      answer.replies.default = ['Write to us about order {order_id}.']
+    }, '(contact.email)/replies/default needs a template'],
+    ['an answer with too few examples', (pack: Record<string, any>) => { pack['answers'][0].examples = ['how long'] }, '/answers/0/examples'],
+    ['an answer for an intent outside the support catalogue', (pack: Record<string, any>) => { pack['answers'][0].intents = ['greeting'] }, '/answers/0/intents/0']
   ])('%s', (_case, change, message) => {
     expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(DomainPackError)
     expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(message)
@@ -65,6 +81,13 @@ describe('a domain pack that is wrong stops start-up, naming the place', () => {
 
   it('a file that does not exist', () => {
     expect(() => loadDomainPack(join(dir, 'missing.json'))).toThrow(/missing\.json cannot be read \(ENOENT\)/)
+  })
+
+  it('a pack directory without answers', async () => {
+    const copy = await mkdtemp(join(dir, 'pack-'))
+    await cp(DEFAULT_DOMAIN_PACK, copy, { recursive: true })
+    await rm(join(copy, 'answers'), { recursive: true })
+    expect(() => loadDomainPack(copy)).toThrow(/answers cannot be read \(ENOENT\)/)
   })
 
   it('a pack directory without responses.yaml', async () => {
@@ -163,11 +186,13 @@ describe('every reply of the default pack reads well', () => {
   // Rendered with everything a conversation can know, so that every optional part shows.
   const pack = loadDomainPack()
   const renderer = new ReplyRenderer(pack, { baseUrl: 'https://shop.example.com' })
-  const facts = { order_id: 'A-10042', purchase_date: '2026-11-02', email: 'jo@example.com', customer_name: 'Jo' }
+  const facts = { order_id: 'A-10042', purchase_date: '2026-11-02', email: 'jo@example.com', customer_name: 'Jo', payment_method: 'PayPal', next_request: 'the refund' }
   const templates = [
     ...Object.entries(pack.intents).flatMap(([intent, definition]) =>
       Object.entries(definition.replies).flatMap(([situation, sources]) => sources.map((source) => [`${intent}/${situation}`, source] as const))),
-    ...Object.entries(pack.fallback).flatMap(([name, sources]) => sources.map((source) => [`fallback/${name}`, source] as const))
+    ...Object.entries(pack.fallback).flatMap(([name, sources]) => sources.map((source) => [`fallback/${name}`, source] as const)),
+    ...pack.answers.flatMap((answer) =>
+      Object.entries(answer.replies).flatMap(([situation, sources]) => sources.map((source) => [`answers/${answer.id}/${situation}`, source] as const)))
   ]
 
   it.each(templates)('%s: %s', (_where, source) => {

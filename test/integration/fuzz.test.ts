@@ -40,7 +40,8 @@ const pidsSeen = new Set<number>()
 
 beforeAll(async () => {
   [t, bases] = await Promise.all([
-    createTestApp({ exiftool: { procs: PROCS, taskTimeoutMs: 10_000, maxQueue: 64 } }),
+    // Loopback trusted as a gateway: each case's X-Request-Id names every log line of it.
+    createTestApp({ exiftool: { procs: PROCS, taskTimeoutMs: 10_000, maxQueue: 64 }, trustProxy: ['127.0.0.1'] }),
     buildFuzzBases()
   ])
   baseUrl = await listen(t)

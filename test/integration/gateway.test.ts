@@ -1,12 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { load } from 'js-yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CAMERA_TAGS, dataUri, ImageFactory, largePng } from '../support/images.ts'
-import { runProcess, until } from '../support/processes.ts'
+import { childrenOf } from '../support/proc.ts'
+import { isAlive, runProcess, until } from '../support/processes.ts'
 import { deleteKeys, REDIS_URL } from '../support/redis.ts'
 import { freePort, PROJECT_ROOT, startService, stopService, type ServiceProcess } from '../support/servers.ts'
 
@@ -16,11 +18,15 @@ import { freePort, PROJECT_ROOT, startService, stopService, type ServiceProcess 
 const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((path) => existsSync(path))
 const KEY = 'gateway-key-6f1d'
 const LIMITED_KEY = 'gateway-limited-key-2b7e'
+/** The replica-killing test's own key, so that its requests leave the others' rate limit alone. */
+const KILL_KEY = 'gateway-kill-key-81d0'
 const CHAT_LIMIT = 20
 
 let dir: string
 let prefix: string
 let replicas: ServiceProcess[]
+/** Each replica's environment: its own TMPDIR, so that its scratch files tell which replica has an upload. */
+let replicaEnv: Array<Record<string, string>>
 let nginx: ChildProcess
 let gateway: string
 let photo: Buffer
@@ -31,7 +37,7 @@ function render (template: string, values: Record<string, string>): string {
 }
 
 beforeAll(async () => {
-  expect(NGINX, 'nginx is missing: apt-get install nginx-light (.ci/run does)').toBeDefined()
+  expect(NGINX, 'nginx is missing: npm run test:machine installs it (npm test does)').toBeDefined()
   dir = await mkdtemp(join(tmpdir(), 'chat-metadata-api-gateway-'))
   prefix = `chat-metadata-api-test:${randomUUID()}:`
   const images = new ImageFactory()
@@ -41,16 +47,17 @@ beforeAll(async () => {
     await images.close()
   }
   // The keys come from a file, as the compose secret gives them (API_KEYS_FILE).
-  await writeFile(join(dir, 'api_keys'), `${KEY}\n${LIMITED_KEY}\n`)
+  await writeFile(join(dir, 'api_keys'), `${KEY}\n${LIMITED_KEY}\n${KILL_KEY}\n`)
   const env = {
     API_KEYS_FILE: join(dir, 'api_keys'),
     REDIS_URL,
     REDIS_KEY_PREFIX: prefix,
     TRUST_PROXY: '1',
-    RATE_LIMIT_CHAT_PER_MIN: String(CHAT_LIMIT),
-    TMPDIR: dir
+    RATE_LIMIT_CHAT_PER_MIN: String(CHAT_LIMIT)
   }
-  replicas = await Promise.all([startService(env), startService(env)])
+  replicaEnv = [0, 1].map((index) => ({ ...env, TMPDIR: join(dir, `replica-${index}`) }))
+  await Promise.all(replicaEnv.map(async (each) => { await mkdir(each['TMPDIR']!) }))
+  replicas = await Promise.all(replicaEnv.map(async (each) => await startService(each)))
 
   const port = await freePort()
   gateway = `http://127.0.0.1:${port}`
@@ -144,8 +151,8 @@ describe('the gateway (deploy/nginx/gateway.conf.template)', () => {
     expect(alias.status).toBe(200)
     expect((await fetch(`${gateway}/docs`)).status).toBe(200)
     const document = await (await fetch(`${gateway}/openapi.json`)).json() as { servers: Array<{ url: string }> }
-    // The document names the gateway, as the gateway's X-Forwarded-* say.
-    expect(document.servers[0]?.url).toBe(gateway)
+    // The document names the server it is fetched from, relatively (no PUBLIC_URL): through the gateway, the gateway.
+    expect(new URL(document.servers[0]!.url, `${gateway}/openapi.json`).origin).toBe(gateway)
     for (const inside of ['/metrics', '/health/ready', '/health/live', '/']) {
       const answer = await fetch(`${gateway}${inside}`)
       expect(answer.status, inside).toBe(404)
@@ -225,6 +232,77 @@ describe('scale-out behind the gateway', () => {
     expect(served).toEqual(new Set([0, 1]))
   })
 
+  it('a replica killed (SIGKILL) mid-upload: that client gets the gateway\'s 503, the rest go on, no conversation is lost', async () => {
+    // A conversation on each replica (the gateway takes turns), each about an order of its own.
+    const started: Array<{ order: string, conversation: string, replica: number | undefined }> = []
+    for (const order of ['K-1001', 'K-1002']) {
+      const answer = await chat({ message: `please cancel order ${order}` }, {}, KILL_KEY)
+      started.push({ order, conversation: (await answer.json() as ChatBody).conversation_id, replica: await replicaOf(answer) })
+    }
+    expect(new Set(started.map((each) => each.replica))).toEqual(new Set([0, 1]))
+
+    // An upload that stops half-way: its first megabyte is on a replica (in its scratch file) when that replica is
+    // killed, with no chance to answer or clean up.
+    const png = await largePng(4 * 1024 * 1024)
+    const boundary = 'gateway-kill-boundary'
+    let finish: () => void = () => {}
+    const rest = new Promise<void>((resolve) => { finish = resolve })
+    const body = new ReadableStream<Uint8Array>({
+      async start (controller) {
+        controller.enqueue(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="large.png"\r\nContent-Type: image/png\r\n\r\n`))
+        controller.enqueue(png.subarray(0, 1024 * 1024))
+        await rest
+        controller.close()
+      }
+    })
+    const upload = fetch(`${gateway}/v1/metadata`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KILL_KEY}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body,
+      duplex: 'half'
+    } as RequestInit).then(async (answer) => ({ status: answer.status, retryAfter: answer.headers.get('retry-after'), body: await answer.json() as unknown }),
+      (error: Error) => ({ error: `${error.message}: ${String((error.cause as Error | undefined)?.message)}` }))
+    let victim = -1
+    await until(async () => {
+      for (const [index, env] of replicaEnv.entries()) {
+        const scratch = (await readdir(env['TMPDIR']!)).filter((name) => name.startsWith('chat-metadata-api-'))
+        for (const directory of scratch) if ((await readdir(join(env['TMPDIR']!, directory))).length > 0) victim = index
+      }
+      return victim >= 0
+    }, 200, 50)
+    const killed = replicas[victim]!
+    const perls = childrenOf(killed.child.pid!)
+    expect(perls.length).toBeGreaterThan(0)
+    killed.child.kill('SIGKILL')
+    expect(await killed.exited).toEqual({ code: null, signal: 'SIGKILL' })
+
+    // What that client sees: the gateway's own 503 in the API's envelope (the request was under way on the replica,
+    // so it is not sent again to the other), with Retry-After.
+    const seen = await upload
+    finish()
+    expect(seen).toEqual({
+      status: 503,
+      retryAfter: '5',
+      body: { statusCode: 503, code: 'UPSTREAM_UNAVAILABLE', error: 'Service Unavailable', message: 'No API replica answered; retry after the Retry-After delay' }
+    })
+    // Its ExifTool processes end with it: their input closed.
+    await until(() => perls.every((pid) => !isAlive(pid)), 200, 50)
+
+    // Every later request is answered (the gateway skips the dead replica), and both conversations go on, the one
+    // started on the killed replica included, with the order each remembered.
+    for (const { order, conversation } of [...started, ...started]) {
+      const answer = await chat({ message: 'has it shipped?', conversation_id: conversation }, {}, KILL_KEY)
+      const next = await answer.json() as ChatBody
+      expect(answer.status, `${JSON.stringify(next)}\n${troubleLogged()}`).toBe(200)
+      expect(next.links[0]?.url).toBe(`https://shop.example.com/orders/${order}/tracking`)
+    }
+
+    // The orchestrator restarts it (compose: restart: unless-stopped) on its port; the gateway takes it back once its
+    // 5 s of being marked failed are over.
+    replicas[victim] = await startService(replicaEnv[victim]!, { port: killed.port })
+    await until(async () => await replicaOf(await chat({ message: 'hello' }, {}, KILL_KEY)) === victim, 10, 2000)
+  })
+
   it('keeps answering, and loses no conversation, when one replica stops', async () => {
     const started = await (await chat({ message: 'please cancel order H-2231' })).json() as ChatBody
     // Up to here neither replica has logged an error or begun to close.
@@ -258,5 +336,18 @@ describe('docker-compose.yml', () => {
     // The gateway, two replicas and Redis; the keys come from the secret.
     for (const service of ['gateway:', 'api-1:', 'api-2:', 'redis:']) expect(rendered.stdout).toContain(`  ${service}`)
     expect(rendered.stdout).toContain('API_KEYS_FILE: /run/secrets/api_keys')
+    interface Service { depends_on?: Record<string, { condition: string }>, command?: string[], volumes?: Array<string | { source: string, target: string }>, healthcheck?: unknown }
+    const { services, volumes } = load(rendered.stdout) as { services: Record<string, Service>, volumes: Record<string, unknown> }
+    // The gateway starts once both replicas are healthy (the image's HEALTHCHECK: test/container.test.ts), and they
+    // once Redis is.
+    expect(services['gateway']?.depends_on).toEqual({ 'api-1': { condition: 'service_healthy' }, 'api-2': { condition: 'service_healthy' } })
+    for (const api of ['api-1', 'api-2']) expect(services[api]?.depends_on).toEqual({ redis: { condition: 'service_healthy' } })
+    // Redis keeps every write in its append-only file, on a named volume.
+    expect(services['redis']?.command).toEqual(expect.arrayContaining(['--appendonly', 'yes']))
+    // docker-compose 1 renders a volume as `source:target:mode`, 2 as an object.
+    const mounts = (services['redis']?.volumes ?? []).map((volume) => typeof volume === 'string' ? volume.split(':').slice(0, 2).join(':') : `${volume.source}:${volume.target}`)
+    expect(mounts).toEqual(['redis-data:/data'])
+    expect(volumes).toHaveProperty('redis-data')
+    expect(services['redis']?.healthcheck).toBeDefined()
   })
 })

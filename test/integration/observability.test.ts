@@ -1,12 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TrustProxy } from '../../src/config.ts'
-import { API_KEY, AUTH, createTestApp, type TestApp } from '../support/app.ts'
+import { API_KEY, AUTH, createTestApp, listen, type TestApp } from '../support/app.ts'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
 // Request ids, the one log line per request, and the client address behind a proxy.
 describe('request ids and request log lines', () => {
   let t: TestApp
 
-  beforeAll(async () => { t = await createTestApp() })
+  // Requests come from 127.0.0.1 (app.inject's address), trusted as the gateway is.
+  beforeAll(async () => { t = await createTestApp({ trustProxy: ['127.0.0.1'] }) })
   afterAll(async () => { await t.close() })
 
   const requestLines = (): Array<Record<string, unknown>> =>
@@ -16,7 +19,7 @@ describe('request ids and request log lines', () => {
     const given = await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'gw-0f3a:17' } })
     expect(given.headers['x-request-id']).toBe('gw-0f3a:17')
     const absent = await t.app.inject({ method: 'GET', url: '/health/live' })
-    expect(absent.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    expect(absent.headers['x-request-id']).toMatch(UUID)
     for (const insane of ['a b', 'x'.repeat(129), 'id"}{"level":60', 'é']) {
       const answer = await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': insane } })
       expect(answer.headers['x-request-id']).not.toBe(insane)
@@ -68,6 +71,49 @@ describe('request ids and request log lines', () => {
   })
 })
 
+describe('an X-Request-Id from a client that is no trusted proxy (over real HTTP)', () => {
+  /** Each X-Request-Id sent in turn to a new app trusting `trustProxy`: the id echoed, and the request's log line. */
+  async function answersTo (trustProxy: TrustProxy, ids: string[]): Promise<Array<{ echoed: string | null, line: Record<string, unknown> | undefined }>> {
+    const t = await createTestApp({ trustProxy })
+    try {
+      const base = await listen(t)
+      const answers = []
+      for (const id of ids) {
+        t.logs.length = 0
+        const response = await fetch(`${base}/health/live`, { headers: { 'x-request-id': id } })
+        await response.arrayBuffer()
+        const line = t.logs.map((text) => JSON.parse(text) as Record<string, unknown>).find((logged) => logged['msg'] === 'request')
+        answers.push({ echoed: response.headers.get('x-request-id'), line })
+      }
+      return answers
+    } finally {
+      await t.close()
+    }
+  }
+
+  it.each([
+    ['no proxy trusted', false],
+    ['another address trusted', ['10.0.0.0/8']]
+  ] as Array<[string, TrustProxy]>)('is not the request\'s id (%s): the service makes one, and logs the client\'s apart if sane', async (_case, trustProxy) => {
+    const [forged, insane] = await answersTo(trustProxy, ['forged-by-client', 'id"}{"level":60'])
+    expect(forged!.echoed).toMatch(UUID)
+    expect(forged!.line).toMatchObject({ requestId: forged!.echoed, clientRequestId: 'forged-by-client' })
+    expect(insane!.echoed).toMatch(UUID)
+    expect(insane!.line).toMatchObject({ requestId: insane!.echoed })
+    expect(insane!.line).not.toHaveProperty('clientRequestId')
+  })
+
+  it.each([
+    ['by hops', 1],
+    ['by address', ['127.0.0.1']]
+  ] as Array<[string, TrustProxy]>)('from a proxy trusted %s, is the request\'s id', async (_case, trustProxy) => {
+    const [given] = await answersTo(trustProxy, ['gw-7f3a'])
+    expect(given!.echoed).toBe('gw-7f3a')
+    expect(given!.line).toMatchObject({ requestId: 'gw-7f3a' })
+    expect(given!.line).not.toHaveProperty('clientRequestId')
+  })
+})
+
 describe('the client address behind a proxy', () => {
   async function loggedIp (trustProxy: TrustProxy): Promise<unknown> {
     const t = await createTestApp({ trustProxy })
@@ -93,7 +139,8 @@ describe('the client address behind a proxy', () => {
 describe('GET /metrics', () => {
   let t: TestApp
 
-  beforeAll(async () => { t = await createTestApp({ rateLimits: { chatPerMinute: 2, metadataPerMinute: 0 } }) })
+  // A pool that may run two ExifTool processes: it starts one, for the readiness probe, and no more until needed.
+  beforeAll(async () => { t = await createTestApp({ rateLimits: { chatPerMinute: 2, metadataPerMinute: 0 }, exiftool: { procs: 2, taskTimeoutMs: 10_000, maxQueue: 64 } }) })
   afterAll(async () => { await t.close() })
 
   async function scrape (): Promise<string> {
@@ -129,6 +176,7 @@ describe('GET /metrics', () => {
     expect(value(text, 'rate_limited_total{route="/v1/chat/send"}')).toBe(1)
     expect(value(text, 'chat_store_errors_total')).toBe(0)
     expect(value(text, 'exiftool_processes')).toBe(1)
+    expect(value(text, 'exiftool_max_processes')).toBe(2)
     expect(value(text, 'exiftool_queue')).toBe(0)
     expect(value(text, 'exiftool_failures_total{kind="timeout"}')).toBe(0)
     // No request carried a manifest: the validator was never asked, and holds no thread.

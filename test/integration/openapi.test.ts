@@ -1,9 +1,10 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { request } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createTestApp, type TestApp } from '../support/app.ts'
+import { createTestApp, listen, type TestApp } from '../support/app.ts'
 import { runProcess } from '../support/processes.ts'
 
 interface Media { schema: { $ref?: string } }
@@ -42,7 +43,7 @@ let lintDir: string
 
 beforeAll(async () => {
   t = await createTestApp()
-  // As a deployment serves it (a host that is neither localhost nor example.com, which Redocly warns about).
+  // As a deployment serves it, under a host name of its own (which the document does not depend on).
   const response = await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { host: 'api.shop.internal' } })
   expect(response.statusCode).toBe(200)
   document = response.json()
@@ -113,22 +114,33 @@ function describeProblems (problems: LintProblem[]): string[] {
 }
 
 describe('GET /openapi.json', () => {
-  it('names the server it was fetched from, or PUBLIC_URL, so that generated clients call the right host', async () => {
-    const servers = (answer: { json: () => unknown }): unknown => (answer.json() as { servers: unknown }).servers
-    const direct = await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { host: 'api.internal:3000' } })
-    expect(servers(direct)).toEqual([{ url: 'http://api.internal:3000', description: 'The server that served this document' }])
-    // X-Forwarded-* are believed only from a trusted proxy.
-    const forged = await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { host: 'api.internal:3000', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example' } })
-    expect(servers(forged)).toEqual([{ url: 'http://api.internal:3000', description: 'The server that served this document' }])
-    const proxied = await createTestApp({ trustProxy: true })
-    const configured = await createTestApp({ publicUrl: 'https://api.shop.example.com' })
+  it('names PUBLIC_URL as the server, else the one it is fetched from (relative), never the Host header (raw HTTP)', async () => {
+    const serversFrom = async (base: string, headers: Record<string, string>): Promise<unknown> => {
+      const port = Number(new URL(base).port)
+      // node:http sends the Host header it is given (fetch would set its own).
+      const text = await new Promise<string>((resolve, reject) => {
+        request({ host: '127.0.0.1', port, path: '/openapi.json', headers }, (response) => {
+          let body = ''
+          response.on('data', (chunk: Buffer) => { body += chunk.toString() })
+          response.on('end', () => { resolve(body) })
+        }).on('error', reject).end()
+      })
+      return (JSON.parse(text) as { servers: unknown }).servers
+    }
+    const relative = [{ url: '/', description: 'The server that serves this document' }]
+    // Even a trusted proxy's X-Forwarded-Host is the Host header some client sent it.
+    const [direct, proxied, configured] = await Promise.all([createTestApp(), createTestApp({ trustProxy: true }), createTestApp({ publicUrl: 'https://api.shop.example.com' })])
     try {
-      const behind = await proxied.app.inject({ method: 'GET', url: '/openapi.json', headers: { host: 'api-1:3000', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.shop.example.com' } })
-      expect(servers(behind)).toEqual([{ url: 'https://api.shop.example.com', description: 'The server that served this document' }])
-      expect(servers(await configured.app.inject({ method: 'GET', url: '/openapi.json' }))).toEqual([{ url: 'https://api.shop.example.com', description: 'The API' }])
+      const [directBase, proxiedBase, configuredBase] = await Promise.all([direct, proxied, configured].map(listen))
+      expect(await serversFrom(directBase!, { host: 'evil.example' })).toEqual(relative)
+      expect(await serversFrom(directBase!, { host: 'api.internal:3000', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example' })).toEqual(relative)
+      expect(await serversFrom(proxiedBase!, { host: 'api-1:3000', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example' })).toEqual(relative)
+      expect(await serversFrom(configuredBase!, { host: 'evil.example' })).toEqual([{ url: 'https://api.shop.example.com', description: 'The API' }])
+      // The documents Swagger UI reads (GET /docs/json) say the same.
+      expect((await configured.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'evil.example' } })).json()).toMatchObject({ servers: [{ url: 'https://api.shop.example.com' }] })
+      expect((await direct.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'evil.example' } })).json()).toMatchObject({ servers: relative })
     } finally {
-      await proxied.close()
-      await configured.close()
+      await Promise.all([direct.close(), proxied.close(), configured.close()])
     }
   })
 
@@ -187,9 +199,11 @@ describe('GET /openapi.json', () => {
     expect(operation.operationId).toBe('sendChatMessage')
     expect(operation.security).toBeUndefined()
     expect(operation.requestBody?.content['application/json']?.schema.$ref).toBe('#/components/schemas/ChatRequest')
-    expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '404', '413', '415', '429', '500', '503'])
+    expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '404', '409', '413', '415', '429', '500', '503'])
     expect(operation.responses['200']?.content?.['application/json']?.schema.$ref).toBe('#/components/schemas/ChatReply')
     expect(operation.responses['404']?.description).toMatch(/conversation/)
+    expect(operation.responses['409']?.description).toMatch(/CONVERSATION_BUSY/)
+    expect(Object.keys(operation.responses['409']?.headers ?? {})).toEqual(['Retry-After'])
     const reply = document.components.schemas['ChatReply'] as { required: string[], properties: Record<string, { enum?: string[] }> }
     expect(reply.required.sort()).toEqual(['confidence', 'conversation_id', 'handoff', 'intent', 'links', 'reply', 'timestamp'])
     expect(reply.properties['intent']?.enum).toHaveLength(31)

@@ -578,7 +578,8 @@ describe('a multipart text field over 64 KiB', () => {
 
 describe('headers of answers that carry positions and transcripts', () => {
   let app: Awaited<ReturnType<typeof startApp>>
-  beforeAll(async () => { app = await startApp() })
+  // Loopback trusted as the gateway is, whose X-Request-Id the router's refusals must carry too.
+  beforeAll(async () => { app = await startApp({ trustProxy: ['127.0.0.1'] }) })
   afterAll(async () => { await app.t.close() })
 
   /** What every answer says: no cache may keep it, no browser may sniff it into something else. */

@@ -86,3 +86,24 @@ describe('the README\'s quick start', () => {
     expect(reply['reply']).toContain('https://shop.example.com/orders/A-10042/tracking')
   })
 })
+
+describe('docs/chat.md\'s evaluation commands', () => {
+  /** Every line of the ```sh blocks under "## Evaluation", without its comment. */
+  async function commands (): Promise<string[]> {
+    const doc = await readFile(join(PROJECT_ROOT, 'docs/chat.md'), 'utf8')
+    const start = doc.indexOf('## Evaluation')
+    const section = doc.slice(start, doc.indexOf('\n## ', start + 1))
+    return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((match) => match[1]!.split('\n'))
+      .map((line) => line.replace(/\s+#.*$/, '').trim()).filter((line) => line.length > 0)
+  }
+
+  it('run as written, each exiting 0 with its report', async () => {
+    const lines = await commands()
+    expect(lines).toEqual(['npm run eval -- test/fixtures/heldout-support-b.csv test/fixtures/heldout-oos-b.csv', 'npm run eval:stories', 'npm run eval:stories -- dates.yaml'])
+    for (const command of lines) {
+      const result = await runProcess('bash', ['-euo', 'pipefail', '-c', command], { cwd: PROJECT_ROOT, env: { PATH: process.env['PATH'], HOME: process.env['HOME'] }, timeoutMs: 300_000 })
+      expect(result.exitCode, `${command}\n${result.stdout}\n${result.stderr}`).toBe(0)
+      expect(result.stdout, command).toMatch(command.includes('stories') ? /stories \d+\/\d+ passed/ : /accuracy/i)
+    }
+  }, 600_000)
+})

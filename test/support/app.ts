@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
+import { DEFAULT_FACT_LIMITS } from '../../src/chat/conversation-facts.ts'
 import { DEFAULT_MODEL_CACHE } from '../../src/chat/nlu/model-cache.ts'
 import type { AppConfig, ChatConfig } from '../../src/config.ts'
 
@@ -20,7 +21,8 @@ export const TEST_CHAT_CONFIG: ChatConfig = {
   conversationTtlMs: 86_400_000,
   maxConversations: 1000,
   maxConversationBytes: 16 * 1024 * 1024,
-  historyLimit: 50
+  historyLimit: 50,
+  factLimits: DEFAULT_FACT_LIMITS
 }
 
 export interface TestApp {

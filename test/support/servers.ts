@@ -65,6 +65,8 @@ export interface StartOptions {
   output?: 'keep' | 'discard'
   /** How long it may take to answer /health/ready with 200. */
   readyTimeoutMs?: number
+  /** A port of its own choosing (a replacement on a gone process's port); a free one by default. */
+  port?: number
 }
 
 /**
@@ -74,7 +76,7 @@ export interface StartOptions {
  * small and shared; a caller measuring the defaults says how many).
  */
 export async function startService (env: Record<string, string>, options: StartOptions = {}): Promise<ServiceProcess> {
-  const port = await freePort()
+  const port = options.port ?? await freePort()
   const fullEnv = {
     PATH: process.env['PATH'] ?? '',
     HOME: process.env['HOME'] ?? '',

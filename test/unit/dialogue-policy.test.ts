@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { DialoguePolicy, type DialogueState } from '../../src/chat/dialogue/policy.ts'
+import { AnswerSelector } from '../../src/chat/answers/selector.ts'
+import { readWords, stemsOf } from '../../src/chat/answers/terms.ts'
+import { DialoguePolicy, type Decision, type DialogueState, type MessageReading } from '../../src/chat/dialogue/policy.ts'
+import { SlotReader } from '../../src/chat/dialogue/slots.ts'
 import { loadDomainPack } from '../../src/chat/domain-pack/load.ts'
 import type { IntentName } from '../../src/chat/intents.ts'
 import type { Understanding } from '../../src/chat/nlu/understand.ts'
@@ -120,5 +123,132 @@ describe('the dialogue policy', () => {
     const broken = understood('get_refund', 0.9, { situation: 'defective_item', entities: { orderId: 'A-1' } })
     expect(policy.decide({ facts: { purchase_date: '2026-11-02' }, misunderstoodInARow: 0 }, broken, {}, TODAY).reply)
       .toEqual({ kind: 'intent', situations: ['defective_item', 'inside_window', 'default'] })
+  })
+})
+
+describe('the dialogue policy with slots and answers', () => {
+  // The message's slots and the answer selector's ranking are read from the text by the pack's own readers (no
+  // model); the intent model's understanding is made by hand, so that each case says what the policy does.
+  const pack = loadDomainPack()
+  const slots = new SlotReader(pack.slots, pack.policies.payment_methods)
+  const answers = new AnswerSelector(pack.answers, pack.requests)
+  const read = (text: string): MessageReading => {
+    const stems = stemsOf(text)
+    return { text, answers: answers.rank(stems), slots: slots.read(stems, text, readWords(text).words) }
+  }
+  const decide = (state: DialogueState, text: string, understanding: Understanding, context = {}): Decision =>
+    policy.decide(state, understanding, context, TODAY, read(text))
+  const after = (decision: Decision, text: string): DialogueState =>
+    ({ facts: decision.facts, misunderstoodInARow: decision.misunderstoodInARow, slots: decision.slots, previousIntent: decision.intent, previousMessage: text, ...(decision.topic === undefined ? {} : { topic: decision.topic }), ...(decision.pendingIntent === undefined ? {} : { pendingIntent: decision.pendingIntent }) })
+
+  it('answers the question asked inside a request, by the situation the customer described', () => {
+    const first = decide(EMPTY, 'you sent me the wrong colour, order 44120', understood('get_refund', 0.9, { entities: { orderId: '44120' } }))
+    expect(first.slots.situation).toBe('wrong_item')
+    const free = decide(after(first, 'you sent me the wrong colour, order 44120'), 'is sending it back free?', understood('check_refund_policy', 0.7))
+    expect(free).toMatchObject({ intent: 'check_refund_policy', answer: { id: 'returns.shipping_cost' }, reply: { kind: 'answer', id: 'returns.shipping_cost', situations: ['wrong_item', 'default'] } })
+    // With nothing described, the same question gets the general rule.
+    expect(decide(EMPTY, 'is sending it back free?', understood('check_refund_policy', 0.7)).reply).toMatchObject({ kind: 'answer', id: 'returns.shipping_cost', situations: ['default'] })
+  })
+
+  it('a plain request gets the request\'s own reply, not an answer', () => {
+    const decision = decide(EMPTY, 'i want to cancel my order', understood('cancel_order'))
+    expect(decision).toMatchObject({ intent: 'cancel_order', reply: { kind: 'intent', situations: ['ask_order'] } })
+    expect(decision.answer).toBeUndefined()
+  })
+
+  it('a value continues the active request, and a purchase date is answered with the window first', () => {
+    const asked = decide(EMPTY, 'i want to return a jacket', understood('get_refund'))
+    const dated = decide(after(asked, 'i want to return a jacket'), 'bought it on the 2nd', understood('place_order', 0.4, { entities: { date: '2026-11-02', dateIsPurchase: true } }))
+    expect(dated).toMatchObject({ intent: 'get_refund', facts: { purchase_date: '2026-11-02' }, pendingIntent: 'get_refund' })
+    expect(dated.reply).toMatchObject({ kind: 'intent', situations: ['inside_window', 'ask_order'] })
+  })
+
+  it('"and the one from last month?" with a new order repeats the active request for it', () => {
+    const invoice = decide(EMPTY, 'invoice for order 90412 please', understood('get_invoice', 0.95, { entities: { orderId: '90412' } }))
+    const other = decide(after(invoice, 'invoice for order 90412 please'), 'and the one from september, 88705?', understood('track_order', 0.6, { entities: { orderId: '88705' } }))
+    expect(other).toMatchObject({ intent: 'get_invoice', facts: { order_id: '88705' } })
+    // A clear other request with a new order is that request.
+    expect(decide(after(invoice, 'x'), 'and cancel 88705 please', understood('cancel_order', 0.95, { entities: { orderId: '88705' } })).intent).toBe('cancel_order')
+  })
+
+  it('a correction replaces the value and repeats the active request', () => {
+    const cancel = decide(EMPTY, 'cancel order 55120', understood('cancel_order', 0.95, { entities: { orderId: '55120' } }))
+    const corrected = decide(after(cancel, 'cancel order 55120'), 'sorry wrong number, it is 55210', understood('change_shipping_address', 0.6, { entities: { orderId: '55210' } }))
+    expect(corrected).toMatchObject({ intent: 'cancel_order', facts: { order_id: '55210' } })
+  })
+
+  it('a shop question in the middle leaves the active request to go on with after it', () => {
+    const address = decide(EMPTY, 'change the address of order 62418', understood('change_shipping_address', 0.95, { entities: { orderId: '62418' } }))
+    const hours = decide(after(address, 'change the address of order 62418'), 'what are your opening hours?', understood('contact_customer_service', 0.9))
+    expect(hours).toMatchObject({ intent: 'contact_customer_service', topic: { intent: 'change_shipping_address', aside: 'contact_customer_service' } })
+    // A request waiting for its order number asks for it again after the side question.
+    const waiting = decide(EMPTY, 'i want to change my delivery address', understood('change_shipping_address'))
+    const aside = decide(after(waiting, 'i want to change my delivery address'), 'what are your opening hours?', understood('contact_customer_service', 0.9))
+    expect(aside.pendingIntent).toBe('change_shipping_address')
+    expect(aside.more).toEqual([{ intent: 'change_shipping_address', reply: { kind: 'intent', situations: ['ask_order'] } }])
+  })
+
+  it('"it didn\'t help" gives the request\'s next step, then offers a person, and yes hands over', () => {
+    const reset = decide(EMPTY, 'forgot my password', understood('recover_password'))
+    const first = decide(after(reset, 'forgot my password'), 'did that already, the email never came', understood('registration_problems', 0.5))
+    expect(first).toMatchObject({ intent: 'recover_password', reply: { kind: 'intent', situations: ['not_helped'] }, handoff: false })
+    const second = decide(after(first, 'did that already, the email never came'), 'still nothing in my inbox', understood('recover_password', 0.6))
+    expect(second).toMatchObject({ reply: { kind: 'fallback', name: 'not_helped' }, handoff: false, slots: { pending: 'offer_person' } })
+    expect(decide(after(second, 'still nothing in my inbox'), 'yes please', understood('thanks', 0.5))).toMatchObject({ intent: 'contact_human_agent', handoff: true })
+  })
+
+  it('a message of several requests answers each, or the first and says it will come to the next, keeping it', () => {
+    const clause = (intent: IntentName, text: string): { understanding: Understanding, answers: ReturnType<AnswerSelector['rank']>, asks: boolean } =>
+      ({ understanding: understood(intent, 0.9), answers: answers.rank(stemsOf(text)), asks: true })
+    const both = (text: string, first: [IntentName, string], second: [IntentName, string]): Decision =>
+      policy.decide(EMPTY, understood(second[0], 0.5, { entities: { orderId: '51236' }, candidates: [{ intent: second[0], probability: 0.5 }, { intent: first[0], probability: 0.4 }] }), {}, TODAY,
+        { ...read(text), clauses: [clause(...first), clause(...second)] })
+    // A question with an answer is answered too.
+    const charged = both('my order 51236 still has not arrived and also i was charged twice?', ['track_order', 'my order 51236 still has not arrived'], ['payment_issue', 'i was charged twice'])
+    expect(charged.intent).toBe('track_order')
+    expect(charged.more).toEqual([{ intent: 'payment_issue', reply: { kind: 'answer', id: 'payment.double_charge', situations: ['default'] } }])
+    // A request that is only asked for comes next.
+    const review = both('where is my order 51236, and also i want to leave a review?', ['track_order', 'where is my order 51236'], ['review', 'i want to leave a review'])
+    expect(review.intent).toBe('track_order')
+    expect(review.slots.queued).toEqual(['review'])
+    expect(review.more).toEqual([{ intent: 'review', reply: { kind: 'fallback', name: 'queued_request' } }])
+    expect(review.values).toMatchObject({ next_request: 'your review' })
+    // Agreeing to go on takes the queued request.
+    expect(decide(after(review, 'x'), 'ok sure', understood('thanks', 0.5))).toMatchObject({ intent: 'review', slots: { queued: [] } })
+  })
+
+  it('a statement with no request is acknowledged, its purchase date kept, and the customer asked what they need', () => {
+    const text = 'Hi! I bought a floor lamp from you on October 25.'
+    const decision = decide(EMPTY, text, understood('get_refund', 0.6, { entities: { date: '2026-10-25', dateIsPurchase: false } }))
+    expect(decision).toMatchObject({ intent: 'greeting', reply: { kind: 'fallback', name: 'value_without_request' }, facts: { purchase_date: '2026-10-25' }, slots: { pending: 'request' } })
+  })
+
+  it('a courtesy with what the customer will do is the courtesy; goodbye wins over thanks and ends what waits', () => {
+    expect(decide(EMPTY, "ok I'll look in my junk folder, thanks", understood('place_order', 0.5)).intent).toBe('thanks')
+    const waiting = decide(EMPTY, 'where is my order', understood('track_order'))
+    const bye = decide(after(waiting, 'where is my order'), 'thanks, bye', understood('thanks', 0.9))
+    expect(bye.intent).toBe('goodbye')
+    expect(bye.pendingIntent).toBeUndefined()
+  })
+
+  it('names the payment method asked about when the pack lists it', () => {
+    expect(decide(EMPTY, 'do you take paypal?', understood('check_payment_methods'))).toMatchObject({ answer: { id: 'payments.method' }, values: { payment_method: 'PayPal' }, reply: { situations: ['listed_method', 'default'] } })
+    expect(decide(EMPTY, 'can i pay with klarna?', understood('check_payment_methods')).values).toEqual({})
+  })
+
+  it('keeps a person on after a handoff for what the customer adds, and the flag says so', () => {
+    const angry = decide(EMPTY, 'this is a disgrace, I want to complain!!!', understood('complaint', 0.9, { angry: true }))
+    expect(angry.handoff).toBe(true)
+    expect(decide(after(angry, 'x'), 'the courier threw it over the fence', understood('complaint', 0.8))).toMatchObject({ handoff: true, reply: { kind: 'fallback', name: 'after_handoff' } })
+  })
+
+  it('keeps what it stores small: three recent replies, two queued requests', () => {
+    let state: DialogueState = EMPTY
+    for (const text of ['where is my order', 'what payment methods do you take', 'how long does delivery take', 'what is your refund policy']) {
+      const decision = decide(state, text, understood('track_order'))
+      state = after(decision, text)
+    }
+    expect(state.slots?.recent).toHaveLength(3)
+    expect(JSON.parse(JSON.stringify(state.slots))).toEqual(state.slots)
   })
 })

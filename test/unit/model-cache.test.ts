@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { checkDomainPack, loadDomainPack } from '../../src/chat/domain-pack/load.ts'
 import type { DomainPack } from '../../src/chat/domain-pack/schema.ts'
-import { cachedTraining } from '../../src/chat/nlu/model-cache.ts'
+import { cachedTraining, trainingCode } from '../../src/chat/nlu/model-cache.ts'
 import { IntentModel } from '../../src/chat/nlu/intent-model.ts'
 import { Understander } from '../../src/chat/nlu/understand.ts'
 
@@ -26,6 +26,11 @@ beforeAll(async () => {
 
 afterAll(async () => { await rm(dir, { recursive: true, force: true }) })
 
+/** The model files in a cache (beside them, the cache notes how long its last training took). */
+async function models (cache: string): Promise<string[]> {
+  return (await readdir(cache)).filter((name) => name.endsWith('.model'))
+}
+
 function readings (understander: Understander): unknown[] {
   return MESSAGES.map((message) => understander.understand(message, '2026-11-20'))
 }
@@ -35,7 +40,7 @@ describe('the model cache', () => {
     const cache = join(dir, 'one')
     const first = cachedTraining(small, cache, english)
     expect(first.source).toBe('trained')
-    expect(await readdir(cache)).toHaveLength(1)
+    expect(await models(cache)).toHaveLength(1)
     const second = cachedTraining(small, cache, english)
     expect(second.source).toBe('cache')
     expect(readings(new Understander(second.trained, small.understanding))).toEqual(readings(new Understander(first.trained, small.understanding)))
@@ -47,8 +52,20 @@ describe('the model cache', () => {
     const changed = structuredClone(small)
     changed.intents.review.examples.push('five stars for the kettle')
     expect(cachedTraining(changed, cache, english).source).toBe('trained')
-    expect(await readdir(cache)).toHaveLength(2)
+    expect(await models(cache)).toHaveLength(2)
     expect(cachedTraining(changed, cache, { ...english, englishWords: 'another-list' }).source).toBe('trained')
+  })
+
+  it('is keyed by the training code found from its imports: every module and package that trains or reads a model', () => {
+    const code = new Map(trainingCode().map(({ name, source }) => [name, source]))
+    for (const module of ['training.ts', 'intent-model.ts', 'word-reader.ts', 'features.ts', 'logistic-regression.ts', 'scorer.ts', 'model-file.ts', 'rejection.ts', 'spelling.ts', 'text.ts', 'entities.ts']) {
+      expect(code.get(`src/chat/nlu/${module}`)).toContain('export ')
+    }
+    expect(code.get('src/chat/intents.ts')).toContain('out_of_scope')
+    expect(code.get('stemmer')).toMatch(/^\d+\.\d+\.\d+/)
+    expect(code.get('chrono-node')).toMatch(/^\d+\.\d+\.\d+/)
+    // Understanding at run time (understand.ts) does not decide what a trained model is.
+    expect(code.has('src/chat/nlu/understand.ts')).toBe(false)
   })
 
   it('keeps the four most recent models and forgets older ones', async () => {
@@ -58,13 +75,28 @@ describe('the model cache', () => {
       changed.intents.review.examples.push(`review number ${i}`)
       cachedTraining(changed, cache, english)
     }
-    expect(await readdir(cache)).toHaveLength(4)
+    expect(await models(cache)).toHaveLength(4)
   })
+
+  it('says before a training that it starts, and how long the last one here took; nothing when the model is cached', async () => {
+    const cache = join(dir, 'notice')
+    const notices: Array<{ lastTrainingMs?: number }> = []
+    cachedTraining(small, cache, english, (expected) => notices.push(expected))
+    expect(notices).toEqual([{}])
+    cachedTraining(small, cache, english, (expected) => notices.push(expected))
+    expect(notices).toHaveLength(1)
+    const changed = structuredClone(small)
+    changed.intents.review.examples.push('the notice test')
+    cachedTraining(changed, cache, english, (expected) => notices.push(expected))
+    expect(notices[1]?.lastTrainingMs).toBeGreaterThan(0)
+    cachedTraining(small, undefined, english, (expected) => notices.push(expected))
+    expect(notices[2]).toEqual({})
+  }, 120_000)
 
   it('replaces a damaged file', async () => {
     const cache = join(dir, 'three')
     cachedTraining(small, cache, english)
-    const [file] = await readdir(cache)
+    const [file] = await models(cache)
     await writeFile(join(cache, file!), 'not a model')
     expect(cachedTraining(small, cache, english).source).toBe('trained')
     expect(cachedTraining(small, cache, english).source).toBe('cache')

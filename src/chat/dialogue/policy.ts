@@ -1,99 +1,255 @@
-import type { DomainPack } from '../domain-pack/schema.ts'
-import { OUT_OF_SCOPE, SUPPORT_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
+import type { AnswerChoice, AnswerRanking } from '../answers/selector.ts'
+import type { DomainAnswer, DomainPack } from '../domain-pack/schema.ts'
+import { OUT_OF_SCOPE, SOCIAL_INTENTS, SUPPORT_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
 import { MIN_COVERAGE, type Candidate, type Understanding } from '../nlu/understand.ts'
 import type { Conversation, Fact, Topic } from './conversation.ts'
 import { returnWindow } from './return-window.ts'
+import { MAX_QUEUED, MAX_RECENT, type MessageSlots, type Slots } from './slots.ts'
 
 /** What the request adds to the conversation besides the message. */
 export type RequestContext = Readonly<Record<string, Fact>>
 
 /** What the conversation knows before the message; the policy reads it and never changes it. */
-export type DialogueState = Pick<Conversation, 'facts' | 'topic' | 'pendingIntent' | 'misunderstoodInARow'> & {
+export type DialogueState = Pick<Conversation, 'facts' | 'topic' | 'pendingIntent' | 'misunderstoodInARow' | 'slots'> & {
   /** The intent the assistant answered last. */
   previousIntent?: IntentName
+  /** What the customer wrote last: the same words again are a repeat, other words after the same reply a push. */
+  previousMessage?: string
 }
 
-/** Which templates answer: the intent's reply situations in order of preference, or one of the pack's fallbacks. */
+/** A clause of a message that makes several requests, read on its own. */
+export interface ClauseReading {
+  understanding: Understanding
+  answers?: AnswerRanking
+  /** It asks or asks for something, or says what went wrong (a statement of its own, not a detail of another). */
+  asks: boolean
+}
+
+/** What else the message says, besides the intent model's understanding of it. */
+export interface MessageReading {
+  /** The message itself. */
+  text?: string
+  /** The answer selector's probabilities for the message. */
+  answers?: AnswerRanking
+  /** The slots it fills and the cues it carries. */
+  slots?: MessageSlots
+  /** When the message makes several requests: each clause's reading, in order. */
+  clauses?: readonly ClauseReading[]
+}
+
+export type FallbackName = keyof DomainPack['fallback']
+
+/**
+ * Which templates answer: the intent's reply situations in order of preference (and a fallback when none of them is
+ * usable), an answer's situations, or one of the pack's fallbacks.
+ */
 export type ReplyChoice =
-  | { kind: 'intent', situations: readonly string[] }
-  | { kind: 'fallback', name: 'misunderstood_handoff' | 'value_without_request' }
+  | { kind: 'intent', situations: readonly string[], otherwise?: FallbackName }
+  | { kind: 'answer', id: string, situations: readonly string[] }
+  | { kind: 'fallback', name: FallbackName }
+
+/** A reply that follows the main one: the answer to another request of the message, or what comes next. */
+export interface ReplyPart {
+  intent: IntentName
+  reply: ReplyChoice
+}
 
 /** What the assistant does with one message, and what the conversation knows afterwards. */
 export interface Decision {
   intent: IntentName
   confidence: number
   reply: ReplyChoice
+  /** What follows the reply, in order. */
+  more: ReplyPart[]
   handoff: boolean
+  /** The answer given (its id and the selector's probability), when the reply is one. */
+  answer?: { id: string, confidence: number }
   /** Everything the conversation knows after the message. */
   facts: Record<string, Fact>
-  /** The request the conversation is about after the message. */
+  /** Values for this reply only: the payment method the customer named, the request that comes next. */
+  values: Record<string, string>
+  /** The active request after the message. */
   topic?: Topic
   /** The request waiting for its order number, if any. */
   pendingIntent?: SupportIntent
+  slots: Slots
   misunderstoodInARow: number
 }
 
 const SUPPORT_INTENT_SET: ReadonlySet<string> = new Set(SUPPORT_INTENTS)
-/** Requests whose replies reason with the purchase date: a date answering them is the purchase date. */
+const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const isSupportIntent = (intent: string): intent is SupportIntent => SUPPORT_INTENT_SET.has(intent)
+/** A message with more content words than this is a request of its own, not a value for the active one. */
+const MAX_VALUE_WORDS = 5
+/** A date or order number with at most this many other words that say something is a value given, not a request. */
+const MAX_VALUE_AROUND = 3
+/** How sure the model must be of each clause before a message counts as several requests. */
+const CLAUSE_CONFIDENCE = 0.5
+/**
+ * How sure the model must be of another request for a message with a new order number to be that request: "and the
+ * one from last month?" repeats the active request unless it is clearly another; "actually, cancel 5531" less so.
+ */
+const CLEARLY_OTHER = 0.8
+const PROBABLY_OTHER = 0.7
+/** Requests about the account, where what happened to an item or parcel means nothing. */
+const ACCOUNT_INTENTS: ReadonlySet<string> = new Set(['create_account', 'delete_account', 'edit_account', 'recover_password', 'registration_problems', 'switch_account', 'newsletter_subscription'])
+/** Reply situations that stand for another when a reply has none of their own. */
+const SITUATION_FALLBACKS: Readonly<Record<string, string>> = { lost_parcel: 'late_delivery', compromised: 'account_compromised' }
+/** A shop question asked in words the intent model did not take for one is answered when the selector is this sure. */
+const RESCUE_CONFIDENCE = 0.6
+/** …and the intent model must give one of the answer's requests at least this probability. */
+const RESCUE_CANDIDATE = 0.1
+const EMPTY_SLOTS: MessageSlots = { cues: new Set(), asks: false, contentWords: 0 }
+const WINDOW_SITUATIONS = ['inside_window', 'window_last_day', 'outside_window', 'future_purchase'] as const
 
 /**
  * The dialogue policy: from what the conversation knows, what the message says and today's date, decides the intent
- * answered, the reply situation, what is remembered and whether a person takes over. Pure: the same inputs give the
- * same decision, and nothing is changed.
+ * answered, the reply (an answer to the question asked, or the request's reply for its situation), what is
+ * remembered and whether a person takes over. Pure: the same inputs give the same decision, and nothing is changed.
  *
- * The conversation has a topic — the last request acted on. A message that only gives a value (an order number, a
- * date) completes or continues that topic, never starts another request; any other message is read with the topic
- * as evidence: the model's candidates that customers typically ask next about the same request (the pack's
- * `dialogue.follow_ups`) weigh more.
+ * The conversation has an active request (its topic) and slots. A message that only adds a value (an order number,
+ * a date) continues the active request; one that names another order with "and the one…" repeats it for that
+ * order; a correction replaces the value and repeats it. A question about the shop asked in the middle is answered
+ * and leaves the active request in place. Any other message is read with the topic as evidence: the model's
+ * candidates that customers typically ask next about the same request (the pack's `dialogue.follow_ups`) weigh more.
+ * Within the request, the answer selector picks the answer to the question asked, when it is sure enough.
  */
 export class DialoguePolicy {
   readonly #pack: DomainPack
-  readonly #followUps: ReadonlyMap<string, ReadonlySet<string>>
+  readonly #followUps: ReadonlyMap<string, ReadonlySet<IntentName>>
   readonly #followUpWeight: number
+  readonly #answerThreshold: number
+  readonly #questions: ReadonlySet<string>
+  readonly #answers: ReadonlyMap<string, DomainAnswer>
 
   constructor (pack: DomainPack) {
     this.#pack = pack
     this.#followUps = new Map(Object.entries(pack.dialogue?.follow_ups ?? {}).map(([intent, next]) => [intent, new Set(next)]))
     this.#followUpWeight = pack.dialogue?.follow_up_weight ?? 3
+    this.#answerThreshold = pack.dialogue?.answer_threshold ?? 0.3
+    this.#questions = new Set(pack.dialogue?.questions ?? [])
+    this.#answers = new Map(pack.answers.map((answer) => [answer.id, answer]))
   }
 
-  decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string): Decision {
+  decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string, reading: MessageReading = {}): Decision {
     const { entities } = understanding
+    const message = reading.slots ?? EMPTY_SLOTS
+    const { cues } = message
+    const previous = state.slots ?? {}
     const request = state.pendingIntent ?? state.topic?.intent
-    const answer = understanding.valueOnly || entities.bareCode !== undefined
-
     const facts: Record<string, Fact> = { ...state.facts, ...context }
-    const orderId = entities.orderId ?? (answer && request !== undefined ? entities.bareCode : undefined)
+    // A value, with at most a few words around it ("buyed it 3 days ago", "order nr 84106") — with no request active,
+    // unless those words are a request the model is sure of ("scrap order 77310").
+    const sureRequest = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence >= PROBABLY_OTHER
+    const valueMessage = understanding.valueOnly || entities.bareCode !== undefined ||
+      ((entities.date !== undefined || entities.orderId !== undefined) && message.contentWords <= MAX_VALUE_AROUND && !message.asks &&
+        message.situation === undefined && reading.slots !== undefined && (request !== undefined || !sureRequest))
+
+    const orderId = entities.orderId ?? (valueMessage && request !== undefined ? entities.bareCode : undefined)
+    const newOrder = orderId !== undefined && orderId !== state.facts['order_id']
     if (orderId !== undefined) facts['order_id'] = orderId
     if (entities.email !== undefined) facts['email'] = entities.email
-    const answersWithDate = answer && request !== undefined && this.#pack.intents[request].uses_return_window === true
-    if (entities.date !== undefined && context['purchase_date'] === undefined && (entities.dateIsPurchase === true || answersWithDate)) {
+    const answersWithDate = valueMessage && request !== undefined && this.#pack.intents[request].uses_return_window === true
+    const previousDate = facts['purchase_date']
+    // "I bought a lamp from you on 25 October": a purchase word further from the date than the recogniser looks.
+    const bought = cues.has('purchase') && message.situation !== 'late_delivery' && message.situation !== 'lost_parcel'
+    if (entities.date !== undefined && context['purchase_date'] === undefined && (entities.dateIsPurchase === true || answersWithDate || bought)) {
       facts['purchase_date'] = entities.date
     }
+    const newDate = facts['purchase_date'] !== previousDate
 
-    const base = { facts, ...(state.topic === undefined ? {} : { topic: state.topic }) }
-    if (answer) {
-      if (request === undefined) {
-        return { ...base, intent: OUT_OF_SCOPE, confidence: 1, reply: { kind: 'fallback', name: 'value_without_request' }, handoff: false, misunderstoodInARow: 0 }
-      }
-      const situation = state.pendingIntent === undefined || state.pendingIntent === state.topic?.intent ? state.topic?.situation : undefined
-      return this.#act(base, request, situation, 1, understanding, today)
+    // What the message says about the item, the customer's preference and account; a new order's item is another.
+    const slots: Slots = withoutTransient(previous)
+    if (newOrder && message.situation === undefined) delete slots.situation
+    const topicIntent = state.topic?.intent
+    if (message.situation !== undefined && !ACCOUNT_INTENTS.has(understanding.intent) && (topicIntent === undefined || !ACCOUNT_INTENTS.has(topicIntent) || understanding.status === 'understood')) {
+      slots.situation = message.situation
     }
+    if (message.preference !== undefined) slots.preference = message.preference
+    if (message.account !== undefined) slots.account = message.account
+    const values: Record<string, string> = {}
+    const method = this.#paymentMethod(understanding, reading)
+    if (method !== undefined) values['payment_method'] = method
+
+    const turn: Turn = { state, understanding, message, reading, facts, slots, values, today, newDate }
+
+    // A person was offered and the customer accepts, or says again that nothing helped.
+    if (previous.pending === 'offer_person' && (isYes(message, understanding) || cues.has('not_helped'))) {
+      return this.#act(turn, 'contact_human_agent', undefined, 1)
+    }
+
+    // After a person was asked to take over, what the customer adds about the same matter is for that person.
+    if (previous.handedOff === true && state.topic !== undefined && !cues.has('not_helped') &&
+      (understanding.intent === state.topic.intent || understanding.status !== 'understood' || understanding.intent === 'complaint')) {
+      return this.#base(turn, { intent: state.topic.intent, confidence: 1, reply: { kind: 'fallback', name: 'after_handoff' }, handoff: true, topic: state.topic })
+    }
+
+    // A value for the active request: the order number it waits for, a date, the same request for another order,
+    // or a corrected value — unless the message clearly asks for another request.
+    const asksOther = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.intent !== request &&
+      understanding.confidence >= (cues.has('another') ? CLEARLY_OTHER : PROBABLY_OTHER)
+    const forAnother = orderId !== undefined && (cues.has('another') || cues.has('correction')) && message.contentWords <= MAX_VALUE_WORDS && !asksOther
+    const correctsDate = newDate && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && !asksOther
+    // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
+    const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
+      message.contentWords <= MAX_VALUE_WORDS && !asksOther
+    if (valueMessage || forAnother || correctsDate || slotValue) {
+      if (request === undefined) return this.#acknowledge(turn)
+      return this.#continue(turn, request)
+    }
+
+    // "ok" after the assistant said it would come to another request next: that request.
+    const next = previous.queued?.[0]
+    if (next !== undefined && isYes(message, understanding) && !cues.has('goodbye')) {
+      slots.queued = previous.queued!.slice(1)
+      return this.#answerOrAct(turn, next, undefined, 1, reading.answers)
+    }
+
+    // "thanks, bye", "ok I'll check my spam, thanks": a courtesy, whatever the words beside it.
+    const courtesy = courtesyOf(understanding, message)
+    if (courtesy !== undefined) return this.#courtesy(turn, courtesy)
+
+    // "I bought a lamp from you on 25 October": a statement, no request yet (known only from the message's cues),
+    // unless the model is sure of a request in it.
+    if (reading.slots !== undefined && !message.asks && message.situation === undefined && !understanding.angry &&
+      newDate && (understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
+      if (request !== undefined) return this.#continue(turn, request)
+      return this.#acknowledge(turn)
+    }
+
+    // Several requests at once: the first is answered now, and the others too or next.
+    const clauses = this.#requests(reading.clauses, understanding)
+    const main = clauses[0]
+    const own = main === undefined ? understanding : { ...main.understanding, entities, valueOnly: false, angry: understanding.angry }
+    const answers = main === undefined ? reading.answers : main.answers
 
     // Right after an off-topic question, a follow-up is read as continuing it ("and how long do I bake it?").
-    const reading = this.#inTopic(understanding, state.previousIntent === OUT_OF_SCOPE ? OUT_OF_SCOPE : state.topic?.intent)
-    if (reading.status === 'not_understood') {
-      const misunderstoodInARow = state.misunderstoodInARow + 1
-      const keeps = state.pendingIntent === undefined ? {} : { pendingIntent: state.pendingIntent }
-      if (misunderstoodInARow >= 2) {
-        return { ...base, ...keeps, intent: OUT_OF_SCOPE, confidence: reading.confidence, reply: { kind: 'fallback', name: 'misunderstood_handoff' }, handoff: true, misunderstoodInARow }
-      }
-      return { ...base, ...keeps, intent: OUT_OF_SCOPE, confidence: reading.confidence, reply: { kind: 'intent', situations: ['default'] }, handoff: false, misunderstoodInARow }
+    const inTopic = this.#inTopic(own, state.previousIntent === OUT_OF_SCOPE ? OUT_OF_SCOPE : state.topic?.intent, state.topic?.aside)
+    if (inTopic.status !== 'understood') {
+      const rescued = this.#rescue(turn, own, answers, inTopic.confidence)
+      if (rescued !== undefined) return rescued
+      if (cues.has('not_helped') && state.topic !== undefined && isSupportIntent(state.previousIntent ?? '')) return this.#notHelped(turn, state.topic.intent)
+      return this.#notUnderstood(turn, inTopic.status, inTopic.confidence)
     }
 
-    let { intent, confidence } = reading
-    let situation = reading.situation
+    let intent = inTopic.intent
+    let confidence = inTopic.confidence
+    let situation = inTopic.situation
+    // A described situation belongs to its request ("it's too small" is a return), unless the model is sure of
+    // another.
+    const situationRequest = message.situation === undefined ? undefined : this.#pack.slots.situation_requests[message.situation]
+    if (situationRequest !== undefined && intent !== situationRequest && !this.#sameFamily(intent, situationRequest) && confidence < CLEARLY_OTHER) {
+      intent = situationRequest
+      situation = undefined
+    }
+    // What was queued comes next when the customer asks for it, or agrees to go on.
+    const queued = previous.queued ?? []
+    if (queued.length > 0 && (isYes(message, understanding) || (cues.has('another') && orderId === undefined)) && !queued.includes(intent as SupportIntent)) {
+      intent = queued[0]!
+      confidence = 1
+      situation = undefined
+    }
+    if (queued.includes(intent as SupportIntent)) slots.queued = queued.filter((waiting) => waiting !== intent)
     // The order number the assistant asked for completes the waiting request, unless the message clearly asks
     // for something else.
     const pending = state.pendingIntent
@@ -102,28 +258,296 @@ export class DialoguePolicy {
       intent = pending
       confidence = 1
     }
-    return this.#act(base, intent, situation, confidence, understanding, today, state.pendingIntent)
+
+    // "It didn't help", said about the request just answered: its next step, or a person.
+    const topic = state.topic
+    const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
+    if (cues.has('not_helped') && topic !== undefined && !newOrder && (this.#sameMatter(intent, topic) || justAnswered)) {
+      return this.#notHelped(turn, topic.intent)
+    }
+
+    const decision = this.#answerOrAct(turn, intent, situation, confidence, answers)
+    // The same reply as the last, to other words than last time: what was said did not help.
+    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && decision.intent === topic.intent &&
+      state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
+      state.slots?.recent?.at(-1) === decision.slots.recent!.at(-1)
+    if (repeated) return this.#notHelped(turn, topic.intent)
+    for (const clause of clauses.slice(1)) decision.more.push(...this.#alsoAsked(turn, decision, clause))
+    return decision
   }
 
-  /** The decision to answer `intent`: its reply situation, whether it waits for an order, the new topic. */
-  #act (base: Pick<Decision, 'facts' | 'topic'>, intent: IntentName, situation: string | undefined, confidence: number, understanding: Understanding, today: string, pending?: SupportIntent): Decision {
+  /** The reply to `intent`: the answer to the question asked within it when the selector is sure, else its reply. */
+  #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined): Decision {
+    // A request that hands over, or an angry complaint, is answered by handing over.
+    if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
+      const choice = this.#answerFor(intent, turn.state.topic, answers, turn.understanding.candidates)
+      if (choice !== undefined) return this.#answer(turn, choice, intent, confidence, situation)
+    }
+    return this.#act(turn, intent, situation, confidence)
+  }
+
+  /**
+   * The best answer within the request, or within the active request and the question asked in it when one of
+   * theirs is more probable ("and do I pay the postage?" in a return, read as a delivery question), or the answer
+   * the selector is surest of when that is far more probable and the intent model finds its request plausible too.
+   */
+  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = []): AnswerChoice | undefined {
+    if (answers === undefined) return undefined
+    const own = answers.best(new Set([intent]))
+    const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
+    let choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) ? active : own
+    const top = answers.top()
+    if (top?.answer !== undefined && top.confidence >= RESCUE_CONFIDENCE && top.confidence > (choice?.confidence ?? 0) &&
+      candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && top.answer!.intents.includes(candidate.intent as SupportIntent))) choice = top
+    return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
+  }
+
+  /** An off-topic or unclear message that the answer selector is sure is a question the pack answers. */
+  #rescue (turn: Turn, understanding: Understanding, answers: AnswerRanking | undefined, confidence: number): Decision | undefined {
+    if (answers === undefined || understanding.coverage < MIN_COVERAGE) return undefined
+    const topic = turn.state.topic
+    // A question of the active request ("do you need a photo of it?" in a return) is answered, even after an aside.
+    const inTopic = topic === undefined ? undefined : this.#answerFor(topic.intent, topic, answers)
+    // Any other: right after an off-topic question the customer is still off-topic ("and how long do I bake it?"),
+    // and the intent model must find the answer's request plausible too (the selector reads only shared words).
+    const top = inTopic ?? (turn.state.previousIntent === OUT_OF_SCOPE ? undefined : answers.top())
+    if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE) return undefined
+    const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
+    if (inTopic === undefined && !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
+    const intent = topic !== undefined && choice.answer.intents.includes(topic.intent) ? topic.intent : choice.answer.intents[0]!
+    return this.#answer(turn, choice, intent, Math.max(confidence, choice.confidence), understanding.situation)
+  }
+
+  /** The decision to give an answer: the catalogue intent is the request's when the answer belongs to it. */
+  #answer (turn: Turn, choice: AnswerChoice, requested: SupportIntent, confidence: number, modelSituation?: string): Decision {
+    const { answer } = choice
+    // The request the customer asked in when the answer belongs to it; else the active request's; else its own.
+    const home = answer.intents[0]!
+    const current = turn.state.topic?.intent
+    const intent = answer.intents.includes(requested) ? requested : current !== undefined && answer.intents.includes(current) ? current : home
+    const active = this.#activeAfter(turn.state.topic, intent)
+    const topic: Topic = active.aside === intent ? { ...active, asideAnswer: answer.id } : { ...active, answer: answer.id }
+    const described = turn.slots.situation ?? modelSituation
+    if (described !== undefined && topic.intent === intent) topic.situation = described
+    const decision = this.#base(turn, {
+      intent,
+      confidence,
+      reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) },
+      handoff: false,
+      topic,
+      answer: { id: answer.id, confidence: choice.confidence }
+    })
+    // An answer within a request that needs the order (a late parcel, a faulty item): then the order number.
+    if (turn.facts['order_id'] === undefined && this.#pack.intents[intent].needs_order === true && this.#pack.intents[home].needs_order === true) {
+      decision.pendingIntent = intent
+      decision.more.push({ intent, reply: { kind: 'intent', situations: ['ask_order'] } })
+      return decision
+    }
+    this.#resume(turn, decision)
+    return decision
+  }
+
+  /** The decision to answer `intent` with its own reply: its situation, whether it waits for an order, the topic. */
+  #act (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number): Decision {
+    const { state, understanding, facts } = turn
     const definition = this.#pack.intents[intent]
     const angry = intent === 'complaint' && understanding.angry
-    const situations = this.#situations(intent, situation, base.facts, today, angry)
     const support = isSupportIntent(intent)
-    const asking = support && situations[0] === 'ask_order'
-    // A courtesy or an off-topic question leaves a waiting request waiting; goodbye ends it.
-    const waiting = asking ? intent : !support && intent !== 'goodbye' ? pending : undefined
-    return {
-      ...base,
-      ...(support ? { topic: { intent, ...(situation === undefined ? {} : { situation }) } } : {}),
-      ...(waiting === undefined ? {} : { pendingIntent: waiting }),
+    const asking = support && definition.needs_order === true && facts['order_id'] === undefined
+    // Asking for the order, the reply for the situation comes first when it can be said without the order.
+    const situations = asking
+      ? [...this.#situations(turn, definition.replies, situation).filter((name) => name !== 'default'), 'ask_order']
+      : angry ? ['angry', 'default'] : this.#situations(turn, definition.replies, situation)
+    let topic: Topic | undefined = state.topic
+    if (support) {
+      topic = this.#activeAfter(state.topic, intent)
+      const described = turn.slots.situation ?? situation
+      if (topic.intent === intent && described !== undefined) topic.situation = described
+    }
+    const decision = this.#base(turn, {
       intent,
       confidence,
       reply: { kind: 'intent', situations },
       handoff: definition.handoff === true || angry,
-      misunderstoodInARow: 0
+      ...(topic === undefined ? {} : { topic })
+    })
+    // A courtesy or an off-topic question leaves a waiting request waiting; goodbye ends it.
+    const waiting = asking ? intent : !support && intent !== 'goodbye' ? state.pendingIntent : undefined
+    if (waiting !== undefined) decision.pendingIntent = waiting
+    else delete decision.pendingIntent
+    if (!asking) this.#resume(turn, decision)
+    return decision
+  }
+
+  /** The active request after answering `intent`: a question about the shop leaves another request active. */
+  #activeAfter (topic: Topic | undefined, intent: SupportIntent): Topic {
+    if (topic !== undefined && topic.intent !== intent && this.#questions.has(intent) && !this.#questions.has(topic.intent)) {
+      return { ...withoutAside(topic), aside: intent }
     }
+    return { intent }
+  }
+
+  /** A value for the active request: answered with the answer it got, or its reply, the new value first. */
+  #continue (turn: Turn, active: SupportIntent): Decision {
+    const { state } = turn
+    const topic = state.topic
+    // A purchase date after a question about the return window (asked in the middle of the request) answers it.
+    const aside = topic?.aside
+    const request = aside !== undefined && turn.newDate && state.pendingIntent === undefined && this.#pack.intents[aside].uses_return_window === true ? aside : active
+    const answerId = request === aside ? topic?.asideAnswer : state.pendingIntent === undefined || state.pendingIntent === topic?.intent ? topic?.answer : undefined
+    const answer = answerId === undefined ? undefined : this.#answers.get(answerId)
+    // A purchase date the answer cannot speak to is answered by the request's reply, which reasons with it.
+    if (answer !== undefined && answer.intents.includes(request) && (!turn.newDate || WINDOW_SITUATIONS.some((situation) => answer.replies[situation] !== undefined))) {
+      return this.#base(turn, {
+        intent: request,
+        confidence: 1,
+        reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) },
+        handoff: false,
+        topic: topic!,
+        answer: { id: answer.id, confidence: 1 }
+      })
+    }
+    const situation = state.pendingIntent === undefined || state.pendingIntent === topic?.intent ? topic?.situation : undefined
+    const decision = this.#act(turn, request, situation, 1)
+    if (topic !== undefined && topic.intent === request && topic.aside !== undefined) decision.topic = { ...decision.topic!, aside: topic.aside }
+    return decision
+  }
+
+  /** A value or a statement with no request yet: noted, and the customer asked what they need. */
+  #acknowledge (turn: Turn): Decision {
+    const intent = turn.message.cues.has('greeting') ? 'greeting' : OUT_OF_SCOPE
+    const decision = this.#base(turn, { intent, confidence: 1, reply: { kind: 'fallback', name: 'value_without_request' }, handoff: false })
+    decision.slots.pending = 'request'
+    return decision
+  }
+
+  /** The request's next step when its answer did not help; then a person is offered; then one takes over. */
+  #notHelped (turn: Turn, intent: SupportIntent): Decision {
+    const recent = turn.state.slots?.recent ?? []
+    const topic = turn.state.topic ?? { intent }
+    if (this.#pack.intents[intent].replies['not_helped'] !== undefined && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts, turn.values))) {
+      return this.#base(turn, { intent, confidence: 1, reply: { kind: 'intent', situations: ['not_helped'], otherwise: 'not_helped' }, handoff: false, topic })
+    }
+    if (recent.at(-1) === 'fallback:not_helped') return this.#act(turn, 'contact_human_agent', undefined, 1)
+    const decision = this.#base(turn, { intent, confidence: 1, reply: { kind: 'fallback', name: 'not_helped' }, handoff: false, topic })
+    decision.slots.pending = 'offer_person'
+    return decision
+  }
+
+  /** Thanks or goodbye; goodbye ends what was waiting. */
+  #courtesy (turn: Turn, intent: 'thanks' | 'goodbye'): Decision {
+    const decision = this.#act(turn, intent, undefined, 1)
+    if (intent === 'goodbye') {
+      delete decision.slots.queued
+      delete decision.pendingIntent
+    }
+    return decision
+  }
+
+  #notUnderstood (turn: Turn, status: Understanding['status'], confidence: number): Decision {
+    const { state } = turn
+    const keeps = state.pendingIntent === undefined ? {} : { pendingIntent: state.pendingIntent }
+    if (status === 'out_of_scope') {
+      return { ...this.#base(turn, { intent: OUT_OF_SCOPE, confidence, reply: { kind: 'intent', situations: ['default'] }, handoff: false, ...topicOf(state) }), ...keeps, misunderstoodInARow: 0 }
+    }
+    const misunderstoodInARow = state.misunderstoodInARow + 1
+    if (misunderstoodInARow >= 2) {
+      return { ...this.#base(turn, { intent: OUT_OF_SCOPE, confidence, reply: { kind: 'fallback', name: 'misunderstood_handoff' }, handoff: true, ...topicOf(state) }), ...keeps, misunderstoodInARow }
+    }
+    return { ...this.#base(turn, { intent: OUT_OF_SCOPE, confidence, reply: { kind: 'intent', situations: ['default'] }, handoff: false, ...topicOf(state) }), ...keeps, misunderstoodInARow }
+  }
+
+  /** The parts of a decision every path shares: the facts, slots, values and what the reply was, remembered. */
+  #base (turn: Turn, decision: Pick<Decision, 'intent' | 'confidence' | 'reply' | 'handoff'> & Partial<Pick<Decision, 'topic' | 'answer'>>): Decision {
+    const { state, facts, slots, values } = turn
+    const full: Decision = {
+      ...decision,
+      more: [],
+      facts,
+      values,
+      slots: { ...slots },
+      misunderstoodInARow: 0,
+      ...(state.pendingIntent === undefined || decision.intent === state.pendingIntent || !SOCIAL.has(decision.intent) ? {} : { pendingIntent: state.pendingIntent })
+    }
+    if (decision.topic === undefined) delete full.topic
+    full.slots.recent = [...state.slots?.recent ?? [], replyKey(decision.intent, decision.reply, facts, turn.values)].slice(-MAX_RECENT)
+    if (decision.handoff) full.slots.handedOff = true
+    else delete full.slots.handedOff
+    return full
+  }
+
+  /**
+   * After a question answered in the middle of a request that waits for the order number, the assistant asks for it
+   * again; after a courtesy, too.
+   */
+  #resume (turn: Turn, decision: Decision): void {
+    const pending = turn.state.pendingIntent
+    if (pending === undefined || decision.intent === pending || decision.pendingIntent !== undefined) return
+    if (turn.facts['order_id'] !== undefined) return
+    if (!this.#questions.has(decision.intent) && !SOCIAL.has(decision.intent)) return
+    decision.pendingIntent = pending
+    if (decision.intent !== 'thanks' && decision.intent !== 'goodbye') decision.more.push({ intent: pending, reply: { kind: 'intent', situations: ['ask_order'] } })
+  }
+
+  /**
+   * Another request in the same message: a question answered too when it needs nothing more; a request that does,
+   * named and kept for next.
+   */
+  #alsoAsked (turn: Turn, decision: Decision, clause: ClauseReading): ReplyPart[] {
+    const intent = clause.understanding.intent
+    if (!isSupportIntent(intent) || intent === decision.intent) return []
+    // A question with an answer, in its own request or the first one's, is answered too, unless that answer needs
+    // an order not known yet.
+    const choice = clause.answers?.best(new Set([intent, ...isSupportIntent(decision.intent) ? [decision.intent] : []]))
+    const answer = choice?.answer
+    if (answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id &&
+      (turn.facts['order_id'] !== undefined || this.#pack.intents[answer.intents[0]!].needs_order !== true)) {
+      return [{ intent, reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) } }]
+    }
+    // Another side of the same matter is covered by the first reply.
+    if (this.#sameFamily(intent, decision.intent)) return []
+    if (this.#questions.has(intent)) return [{ intent, reply: { kind: 'intent', situations: this.#situations(turn, this.#pack.intents[intent].replies, clause.understanding.situation) } }]
+    const queued = [...decision.slots.queued ?? [], intent].filter((waiting, i, all) => all.indexOf(waiting) === i).slice(0, MAX_QUEUED)
+    decision.slots.queued = queued
+    const name = this.#pack.dialogue?.request_names[intent]
+    if (name === undefined) return []
+    decision.values['next_request'] = name
+    return [{ intent, reply: { kind: 'fallback', name: 'queued_request' } }]
+  }
+
+  /**
+   * The requests of a message that makes several, in order, or none: at least two different ones, each clause
+   * understood with confidence and asking (or describing what happened), one of them the message's own reading.
+   */
+  #requests (clauses: readonly ClauseReading[] | undefined, whole: Understanding): ClauseReading[] {
+    if (clauses === undefined) return []
+    const requests = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) &&
+      clause.understanding.confidence >= CLAUSE_CONFIDENCE && clause.asks)
+    // A clause of the same family as an earlier one is a detail of it ("I don't want it any more. Can I send it back?"),
+    // unless it asks a question of its own that has another answer ("how long does the refund take, and could I get
+    // a replacement instead?").
+    const answerOf = (clause: ClauseReading): string | undefined => {
+      const best = clause.answers?.best(new Set([clause.understanding.intent as SupportIntent, requests[0]!.understanding.intent as SupportIntent]))
+      return best?.answer !== undefined && best.confidence >= this.#answerThreshold ? best.answer.id : undefined
+    }
+    const distinct = requests.filter((clause, i) => {
+      const earlier = requests.slice(0, i)
+      if (!earlier.some((other) => this.#sameFamily(other.understanding.intent, clause.understanding.intent))) return true
+      const own = answerOf(clause)
+      return own !== undefined && earlier.every((other) => answerOf(other) !== own)
+    })
+    if (distinct.length < 2 || !distinct.some((clause) => clause.understanding.intent === whole.intent || this.#sameFamily(clause.understanding.intent, whole.intent))) return []
+    return distinct
+  }
+
+  /** Whether two requests are one or follow up each other. */
+  #sameFamily (a: IntentName, b: IntentName): boolean {
+    return a === b || this.#followUps.get(a)?.has(b) === true || this.#followUps.get(b)?.has(a) === true
+  }
+
+  /** Whether `intent` is about the same matter as the active request (itself, a follow-up, a question in it). */
+  #sameMatter (intent: IntentName, topic: Topic): boolean {
+    return intent === topic.intent || intent === topic.aside || this.#followUps.get(topic.intent)?.has(intent) === true
   }
 
   /**
@@ -131,13 +555,15 @@ export class DialoguePolicy {
    * best after weighing wins. A message that on its own was not understood, or taken for off-topic, is read as a
    * follow-up only when the weighing makes that follow-up more likely than not.
    */
-  #inTopic (understanding: Understanding, topic: IntentName | undefined): Reading {
+  #inTopic (understanding: Understanding, topic: IntentName | undefined, aside?: IntentName): Reading {
     const own: Reading = { intent: understanding.intent, ...(understanding.situation === undefined ? {} : { situation: understanding.situation }), confidence: understanding.confidence, status: understanding.status }
     const related = topic === undefined ? undefined : this.#followUps.get(topic)
     // A message of words the model does not know is not read into the topic either.
     if (related === undefined || topic === undefined || understanding.coverage < MIN_COVERAGE) return own
-    // The topic's own request counts as a follow-up too ("and where is the other one?" after tracking).
-    const followUps = new Set([topic, ...related])
+    // The topic's own request counts as a follow-up too ("and where is the other one?" after tracking), and so do
+    // the question asked in it and that question's follow-ups.
+    const followUps = new Set<IntentName>([topic, ...related])
+    if (aside !== undefined) for (const intent of [aside, ...this.#followUps.get(aside) ?? []]) followUps.add(intent)
     const weighed = understanding.candidates.map((candidate): Candidate => ({
       intent: candidate.intent,
       probability: candidate.probability * (followUps.has(candidate.intent) ? this.#followUpWeight : 1)
@@ -151,19 +577,53 @@ export class DialoguePolicy {
     return { intent: best.intent, confidence: Math.round(probability * 1000) / 1000, status: best.intent === OUT_OF_SCOPE ? 'out_of_scope' : 'understood' }
   }
 
-  /** The reply situations to try, most specific first. */
-  #situations (intent: IntentName, situation: string | undefined, facts: Readonly<Record<string, Fact>>, today: string, angry: boolean): string[] {
-    const definition = this.#pack.intents[intent]
-    if (definition.needs_order === true && facts['order_id'] === undefined) return ['ask_order']
-    if (angry) return ['angry', 'default']
-    const situations = situation === undefined ? [] : [situation]
+  /**
+   * The reply situations to try, most specific first: a purchase date given just now (its return window), what
+   * happened to the item, the preference, the account, a payment method named, the situation the model read, the
+   * return window, then `default`. Only those the replies have are kept.
+   */
+  #situations (turn: Turn, replies: Readonly<Record<string, readonly string[]>>, modelSituation: string | undefined): string[] {
+    const { facts, slots, values, today } = turn
+    const window: string[] = []
     const purchaseDate = facts['purchase_date']
-    if (definition.uses_return_window === true && typeof purchaseDate === 'string') {
-      const window = returnWindow(purchaseDate, today, this.#pack.policies.return_window_days).situation
-      situations.push(...(window === 'window_last_day' ? [window, 'inside_window'] : [window]))
+    if (typeof purchaseDate === 'string') {
+      const situation = returnWindow(purchaseDate, today, this.#pack.policies.return_window_days).situation
+      window.push(...(situation === 'window_last_day' ? [situation, 'inside_window'] : [situation]))
     }
-    return [...situations, 'default']
+    const described: string[] = []
+    for (const situation of [slots.situation, slots.preference, slots.account]) {
+      if (situation === undefined) continue
+      described.push(situation)
+      const instead = SITUATION_FALLBACKS[situation]
+      if (instead !== undefined) described.push(instead)
+    }
+    if (values['payment_method'] !== undefined) described.push('listed_method')
+    // The model's reading of the situation, unless the slots say what happened.
+    if (modelSituation !== undefined && slots.situation === undefined) described.push(modelSituation)
+    const ordered = turn.newDate ? [...window, ...described] : [...described, ...window]
+    return [...ordered, 'default'].filter((situation, i, all) => replies[situation] !== undefined && all.indexOf(situation) === i)
   }
+
+  /** The payment method of the pack's list the customer named, if a payment question is in question. */
+  #paymentMethod (understanding: Understanding, reading: MessageReading): string | undefined {
+    const ranked = reading.answers?.best(new Set(['check_payment_methods', 'place_order', 'payment_issue']))
+    if (understanding.intent !== 'check_payment_methods' && (ranked === undefined || ranked.confidence < this.#answerThreshold)) return undefined
+    return reading.slots?.paymentMethod
+  }
+}
+
+/** One message's working state while the policy decides. */
+interface Turn {
+  state: DialogueState
+  understanding: Understanding
+  message: MessageSlots
+  reading: MessageReading
+  facts: Record<string, Fact>
+  slots: Slots
+  values: Record<string, string>
+  today: string
+  /** The message gave the purchase date, or another one. */
+  newDate: boolean
 }
 
 interface Reading {
@@ -171,4 +631,57 @@ interface Reading {
   situation?: string
   confidence: number
   status: Understanding['status']
+}
+
+/**
+ * What identifies a reply among the last few: the answer, or the intent and its situation, the order and the values
+ * the message itself gave it (the payment method named).
+ */
+export function replyKey (intent: IntentName, reply: ReplyChoice, facts: Readonly<Record<string, Fact>>, values: Readonly<Record<string, string>> = {}): string {
+  const order = (facts['order_id'] === undefined ? '' : `#${String(facts['order_id'])}`) + Object.values(values).map((value) => `:${value}`).join('')
+  switch (reply.kind) {
+    case 'answer': return `answer:${reply.id}/${reply.situations[0] ?? 'default'}${order}`
+    case 'fallback': return `fallback:${reply.name}`
+    case 'intent': return `intent:${intent}/${reply.situations[0] ?? 'default'}${order}`
+  }
+}
+
+/** The slots kept from one message to the next: what the assistant waited for is answered by this one. */
+function withoutTransient (slots: Slots): Slots {
+  const kept: Slots = { ...slots }
+  delete kept.pending
+  return kept
+}
+
+function normalised (text: string): string {
+  return text.trim().toLowerCase()
+}
+
+function withoutAside (topic: Topic): Topic {
+  const { aside: _aside, asideAnswer: _answer, ...rest } = topic
+  return rest
+}
+
+function topicOf (state: DialogueState): { topic?: Topic } {
+  return state.topic === undefined ? {} : { topic: state.topic }
+}
+
+/** A short yes ("yes please", "ok", "sure"), not a request of its own. */
+function isYes (message: MessageSlots, understanding: Understanding): boolean {
+  if (!message.cues.has('affirm') || message.cues.has('deny') || message.contentWords > 3) return false
+  return !(understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8)
+}
+
+/**
+ * Thanks or goodbye when the message is one, whatever the model made of the words beside it: a courtesy beside a
+ * statement of what the customer will do ("ok I'll check my spam, thanks") is still a courtesy; goodbye wins over
+ * thanks ("thanks, bye").
+ */
+function courtesyOf (understanding: Understanding, message: MessageSlots): 'thanks' | 'goodbye' | undefined {
+  const { cues } = message
+  const social = understanding.intent === 'thanks' || understanding.intent === 'goodbye'
+  const courteous = cues.has('thanks') || cues.has('goodbye')
+  if (!social && !(courteous && !message.asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
+  if (cues.has('goodbye') || understanding.intent === 'goodbye') return 'goodbye'
+  return 'thanks'
 }

@@ -5,7 +5,8 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { load as parseYaml } from 'js-yaml'
 import { linkValueNames, ReplyTemplate, TemplateSyntaxError } from '../replies/templates.ts'
-import { DomainPack, NluFile } from './schema.ts'
+import { deliveryOptionValues, figuresIn, policyFacts } from './policy-facts.ts'
+import { AnswersFile, DomainPack, NluFile } from './schema.ts'
 
 /** The pack that ships with the service: `domain/` (docs/chat.md, "The domain pack"). */
 export const DEFAULT_DOMAIN_PACK = fileURLToPath(new URL('../../../domain', import.meta.url))
@@ -31,8 +32,11 @@ export const POLICY_VALUES = [
   'account_security'
 ] as const
 
-/** Reply situations the dialogue itself decides, besides the situations an intent's examples describe. */
-export const DIALOGUE_SITUATIONS = ['default', 'ask_order', 'inside_window', 'window_last_day', 'outside_window', 'future_purchase', 'angry'] as const
+/**
+ * Reply situations the dialogue itself decides, besides the situations an intent's examples describe and the values
+ * of the pack's slots (`wrong_item`, `prefers_exchange`, `no_account`…).
+ */
+export const DIALOGUE_SITUATIONS = ['default', 'ask_order', 'inside_window', 'window_last_day', 'outside_window', 'future_purchase', 'angry', 'not_helped', 'listed_method'] as const
 
 export class DomainPackError extends Error {
   override name = 'DomainPackError'
@@ -40,8 +44,8 @@ export class DomainPackError extends Error {
 
 /**
  * Reads a domain pack and checks it, naming the file and the place of the first problems. `path` is a pack directory
- * (`responses.yaml`, `nlu/understanding.yaml` and any number of `nlu/*.yaml` files of examples) or one YAML or JSON
- * file holding the merged pack.
+ * (`responses.yaml`, `slots.yaml`, `nlu/understanding.yaml`, any number of `nlu/*.yaml` files of examples and of
+ * `answers/*.yaml` files of answers) or one YAML or JSON file holding the merged pack.
  */
 export function loadDomainPack (path: string = DEFAULT_DOMAIN_PACK): DomainPack {
   let directory: boolean
@@ -73,7 +77,23 @@ function readPackDirectory (directory: string): unknown {
       ;(situations[situation] ??= []).push(...examples)
     }
   }
-  return { ...responses, understanding, intents }
+  const answersDirectory = join(directory, 'answers')
+  const answers: unknown[] = []
+  const requests: Record<string, string[]> = {}
+  for (const file of listYaml(answersDirectory)) {
+    const data = checkShape(AnswersFile, readData(join(answersDirectory, file)), join(answersDirectory, file))
+    answers.push(...data.answers ?? [])
+    for (const [intent, examples] of Object.entries(data.requests ?? {})) (requests[intent] ??= []).push(...examples)
+  }
+  return { ...responses, understanding, slots: readData(join(directory, 'slots.yaml')), answers, requests, intents }
+}
+
+function listYaml (directory: string): string[] {
+  try {
+    return readdirSync(directory).filter((file) => /\.ya?ml$/.test(file)).sort()
+  } catch (error) {
+    throw new DomainPackError(`Domain pack ${directory} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
 }
 
 function readData (path: string): unknown {
@@ -103,9 +123,10 @@ function checkShape<T extends TSchema> (schema: T, data: unknown, source: string
 export function checkDomainPack (data: unknown, source = 'domain pack'): DomainPack {
   const pack = checkShape(DomainPack, data, source)
   const problems: string[] = []
+  const slotSituations = [...Object.keys(pack.slots.item_situation), ...Object.keys(pack.slots.preference), ...Object.keys(pack.slots.account)]
   for (const [name, intent] of Object.entries(pack.intents)) {
     const where = `/intents/${name}/replies`
-    const situations = new Set<string>([...DIALOGUE_SITUATIONS, ...Object.keys(intent.situations ?? {})])
+    const situations = new Set<string>([...DIALOGUE_SITUATIONS, ...slotSituations, ...Object.keys(intent.situations ?? {})])
     const parsed = new Map<string, ReplyTemplate>()
     for (const [situation, sources] of Object.entries(intent.replies)) {
       if (!situations.has(situation)) problems.push(`${where}/${situation}: no such situation (the intent's examples name none)`)
@@ -140,8 +161,63 @@ export function checkDomainPack (data: unknown, source = 'domain pack'): DomainP
       problems.push(`${where}/ask_order is required because the intent needs an order`)
     }
   }
+  problems.push(...answerProblems(pack, new Set([...DIALOGUE_SITUATIONS, ...slotSituations])))
   if (problems.length > 0) throw new DomainPackError(`Domain pack ${source} is invalid: ${problems.slice(0, 5).join('; ')}`)
   return pack
+}
+
+/**
+ * What the answers' shape cannot say: ids are unique; each states facts the policies have, and every policy fact
+ * is stated by some answer; replies are for situations the dialogue knows, name links the pack has, write out no
+ * figure that the facts they state do not give, and can answer with no conversation values.
+ */
+function answerProblems (pack: DomainPack, situations: ReadonlySet<string>): string[] {
+  const problems: string[] = []
+  const facts = policyFacts(pack.policies)
+  const policyValues = new Set<string>([...POLICY_VALUES, ...deliveryOptionValues(pack.policies).keys()])
+  const stated = new Set<string>()
+  const ids = new Set<string>()
+  for (const [index, answer] of pack.answers.entries()) {
+    const where = `/answers/${index} (${answer.id})`
+    if (ids.has(answer.id)) problems.push(`${where}: the id is used twice`)
+    ids.add(answer.id)
+    const texts: string[] = []
+    for (const fact of answer.states) {
+      const text = facts.get(fact)
+      if (text === undefined) problems.push(`${where}/states: no policy fact "${fact}" (the pack's: ${[...facts.keys()].join(', ')})`)
+      else texts.push(text)
+      stated.add(fact)
+    }
+    let unconditional = false
+    for (const [situation, sources] of Object.entries(answer.replies)) {
+      if (!situations.has(situation)) problems.push(`${where}/replies/${situation}: no such situation`)
+      for (const [i, source] of sources.entries()) {
+        let template: ReplyTemplate
+        try {
+          template = new ReplyTemplate(source)
+        } catch (error) {
+          if (!(error instanceof TemplateSyntaxError)) throw error
+          problems.push(`${where}/replies/${situation}/${i}: ${error.message}`)
+          continue
+        }
+        for (const link of template.linkNames()) {
+          if (pack.links[link] === undefined) problems.push(`${where}/replies/${situation}/${i}: unknown link "${link}"`)
+        }
+        for (const figure of figuresIn(template.literalText())) {
+          if (!texts.some((text) => text.includes(figure))) problems.push(`${where}/replies/${situation}/${i}: "${figure}" is in no policy the answer states`)
+        }
+        unconditional ||= situation === 'default' && template.requiredValues().every((value) => policyValues.has(value)) &&
+          template.requiredLinks().every((link) => linkValueNames(pack.links[link]?.url ?? '').length === 0)
+      }
+    }
+    if (!unconditional) problems.push(`${where}/replies/default needs a template that uses only policy values and links without context values`)
+  }
+  // `delivery_options` as a whole is stated when each option is, and each option when the whole list is.
+  const options = [...facts.keys()].filter((fact) => fact.startsWith('delivery_options.'))
+  if (stated.has('delivery_options')) for (const option of options) stated.add(option)
+  if (options.every((option) => stated.has(option))) stated.add('delivery_options')
+  for (const fact of facts.keys()) if (!stated.has(fact)) problems.push(`/policies: no answer states "${fact}"`)
+  return problems
 }
 
 function isRecord (value: unknown): value is Record<string, unknown> {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { INTENTS } from '../intents.ts'
+import { INTENTS, SUPPORT_INTENTS } from '../intents.ts'
 
 /**
  * The domain pack's shape: everything the assistant knows and says, as data (docs/chat.md, "The domain pack"). On disk it is
@@ -92,8 +92,74 @@ export const DomainDialogue = Type.Object({
    * `follow_up_weight` before the best is chosen.
    */
   follow_ups: Type.Record(Type.String({ pattern: NAME }), Type.Array(IntentName), { default: {} }),
-  follow_up_weight: Type.Number({ minimum: 1, maximum: 100, default: 3 })
+  follow_up_weight: Type.Number({ minimum: 1, maximum: 100, default: 3 }),
+  /**
+   * The answer selector's probability an answer needs to be given instead of its request's reply (`npm run eval`
+   * reports answer selection at this threshold).
+   */
+  answer_threshold: Type.Number({ minimum: 0, maximum: 1, default: 0.3 }),
+  /**
+   * Requests that are questions about the shop (fees, methods, times): asked while another request is active, they
+   * are answered and leave that request active, to go on with after them.
+   */
+  questions: Type.Array(IntentName, { default: [] }),
+  /** How a reply names each request when it says it will come to it next ("the payment problem"). */
+  request_names: Type.Record(Type.String({ pattern: NAME }), Text, { default: {} })
 }, { additionalProperties: false })
+
+const SupportIntentName = Type.Union(SUPPORT_INTENTS.map((name) => Type.Literal(name)))
+
+/**
+ * One answer to a question customers ask inside a request ("is sending it back free?" inside a return): what it
+ * states and how it is said, by situation (`wrong_item` → "Yes, sending back a wrong item is free."), with the
+ * questions that select it. Answers live in `answers/*.yaml` of a pack directory.
+ */
+export const DomainAnswer = Type.Object({
+  /** `topic.question`, unique in the pack; clients may see it as `answer` in a reply. */
+  id: Type.String({ pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)+$' }),
+  /** The requests it belongs to, the first its home: it is selected only inside one of them. */
+  intents: Type.Array(SupportIntentName, { minItems: 1 }),
+  /**
+   * The policy facts it states (`return_shipping`, `delivery_options.express`, `contact.hours`…): every policy must
+   * be stated by some answer, and a figure a reply writes out must be in one of these.
+   */
+  states: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)?$' })),
+  /** Templates by situation (the item's, the return window's, the account's…); `default` is required. */
+  replies: IntentReplies,
+  /** Questions as customers ask them: what selects the answer. */
+  examples: Type.Array(Text, { minItems: 8 })
+}, { additionalProperties: false })
+export type DomainAnswer = Static<typeof DomainAnswer>
+
+/** Phrases, by value, that fill a slot; matched on word stems (docs/chat.md "Slots"). */
+const SlotValues = Type.Record(Type.String({ pattern: NAME }), Type.Array(Text, { minItems: 1 }))
+
+/** The words that fill the dialogue's slots and mark what a message does in the conversation. */
+export const DomainSlots = Type.Object({
+  /** What happened to the item or parcel, most specific first: `broke_in_use` before `defective_item`. */
+  item_situation: SlotValues,
+  /** The request each item situation belongs to (`wrong_item: get_refund`). */
+  situation_requests: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} }),
+  /** Refund or exchange. */
+  preference: SlotValues,
+  /** The customer's account (`no_account`). */
+  account: SlotValues,
+  /** What a message does: corrects a value, asks the same for another order, says the answer did not help… */
+  cues: Type.Object({
+    correction: Type.Array(Text),
+    another: Type.Array(Text),
+    not_helped: Type.Array(Text),
+    greeting: Type.Array(Text),
+    goodbye: Type.Array(Text),
+    thanks: Type.Array(Text),
+    affirm: Type.Array(Text),
+    deny: Type.Array(Text),
+    own_plan: Type.Array(Text),
+    request: Type.Array(Text),
+    purchase: Type.Array(Text)
+  }, { additionalProperties: false })
+}, { additionalProperties: false })
+export type DomainSlots = Static<typeof DomainSlots>
 
 export const DomainPack = Type.Object({
   name: Text,
@@ -101,12 +167,23 @@ export const DomainPack = Type.Object({
   links: Type.Record(Type.String({ pattern: NAME }), DomainLink),
   understanding: DomainUnderstanding,
   dialogue: Type.Optional(DomainDialogue),
+  /** Answers to questions inside a request; every policy is stated by at least one. */
+  answers: Type.Array(DomainAnswer, { minItems: 1 }),
+  /** Examples of each support request asked plainly, which its own reply answers (answers/requests.yaml). */
+  requests: Type.Record(SupportIntentName, Type.Array(Text, { minItems: 5 }), { default: {} }),
+  slots: DomainSlots,
   /** Replies that do not belong to one intent. */
   fallback: Type.Object({
     /** The second message in a row the assistant did not understand. */
     misunderstood_handoff: Templates,
     /** A message that only gives a value (an order number, a date) before the customer has said what they want. */
-    value_without_request: Templates
+    value_without_request: Templates,
+    /** The customer says the answer did not help and the request has no further step: offer a person. */
+    not_helped: Templates,
+    /** The customer writes on after a person was asked to take over. */
+    after_handoff: Templates,
+    /** After the answer to the first of several requests: the next one comes next (`{next_request}`). */
+    queued_request: Templates
   }, { additionalProperties: false }),
   intents: Type.Object(intentProperties, { additionalProperties: false })
 }, { additionalProperties: false })
@@ -119,3 +196,15 @@ export const NluFile = Type.Object({
   situations: Type.Optional(Type.Record(Type.String({ pattern: NAME }), Type.Array(Text)))
 }, { additionalProperties: false })
 export type NluFile = Static<typeof NluFile>
+
+/**
+ * The plain requests, by intent: messages that ask for the request itself, with no question inside it ("I want to
+ * cancel my order"). When the answer selector finds one of these the best match, the request's own reply answers.
+ */
+export const PlainRequests = Type.Record(Type.String({ pattern: NAME }), Type.Array(Text, { minItems: 5 }))
+
+/** One file of a pack directory's `answers/`: answers, plain requests, or both. */
+export const AnswersFile = Type.Object({
+  answers: Type.Optional(Type.Array(DomainAnswer, { minItems: 1 })),
+  requests: Type.Optional(PlainRequests)
+}, { additionalProperties: false })

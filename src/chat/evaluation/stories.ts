@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { load as parseYaml } from 'js-yaml'
@@ -25,6 +25,8 @@ const StoryStep = Type.Object({
   links: Type.Optional(Type.Array(Type.String())),
   /** Whether a person takes over; false when absent. */
   handoff: Type.Optional(Type.Boolean()),
+  /** The id of the pack's answer the reply gives (null: the request's own reply). Unchecked when absent. */
+  answer: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   /** The order number the conversation remembers after the turn (null: none). */
   order: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   /** The purchase date the conversation remembers after the turn (null: none). */
@@ -54,19 +56,24 @@ const DEFAULT_TODAY = '2026-11-20'
 /** Every story in the `*.yaml` files of `directory`, checked against the format above. */
 export function loadStories (directory: string): Story[] {
   const files = readdirSync(directory).filter((file) => /\.ya?ml$/.test(file)).sort()
-  return files.flatMap((file) => {
-    const data: unknown = parseYaml(readFileSync(join(directory, file), 'utf8'))
-    const errors = [...Value.Errors(StoryFile, data)].slice(0, 3).map((error) => `${error.path} ${error.message}`)
-    if (errors.length > 0) throw new Error(`Stories ${file} are invalid: ${errors.join('; ')}`)
-    const parsed = data as Static<typeof StoryFile>
-    return parsed.stories.map((story) => ({ ...story, today: story.today ?? parsed.today ?? DEFAULT_TODAY, file }))
-  })
+  return files.flatMap((file) => loadStoryFile(join(directory, file), file))
+}
+
+/** The stories of one file in the format above (a set of conversations written elsewhere, say); `name` labels them. */
+export function loadStoryFile (path: string, name: string = basename(path)): Story[] {
+  const data: unknown = parseYaml(readFileSync(path, 'utf8'))
+  const errors = [...Value.Errors(StoryFile, data)].slice(0, 3).map((error) => `${error.path} ${error.message}`)
+  if (errors.length > 0) throw new Error(`Stories ${name} are invalid: ${errors.join('; ')}`)
+  const parsed = data as Static<typeof StoryFile>
+  return parsed.stories.map((story) => ({ ...story, today: story.today ?? parsed.today ?? DEFAULT_TODAY, file: name }))
 }
 
 export interface StepResult {
   step: StoryStep
   reply: string
   intent: string
+  /** The answer the reply gave, if it gave one. */
+  answer?: string
   links: string[]
   handoff: boolean
   /** What differed from the story; empty when the step passed. */
@@ -114,6 +121,7 @@ export async function runStory (story: Story, chatFor: StoryChat): Promise<Story
     if (sent.intent !== step.intent) problems.push(`intent ${sent.intent}, expected ${step.intent}`)
     if (step.links !== undefined && links.join(',') !== step.links.join(',')) problems.push(`links [${links.join(', ')}], expected [${step.links.join(', ')}]`)
     if (sent.handoff !== (step.handoff ?? false)) problems.push(`handoff ${String(sent.handoff)}, expected ${String(step.handoff ?? false)}`)
+    if (step.answer !== undefined && (sent.answer ?? null) !== step.answer) problems.push(`answer ${sent.answer ?? 'none'}, expected ${step.answer ?? 'none'}`)
     if (step.order !== undefined && (facts['order_id'] ?? null) !== step.order) problems.push(`order ${String(facts['order_id'] ?? null)}, expected ${String(step.order)}`)
     if (step.purchase_date !== undefined && (facts['purchase_date'] ?? null) !== step.purchase_date) {
       problems.push(`purchase date ${String(facts['purchase_date'] ?? null)}, expected ${String(step.purchase_date)}`)
@@ -121,7 +129,7 @@ export async function runStory (story: Story, chatFor: StoryChat): Promise<Story
     const text = sent.reply.toLowerCase()
     for (const expected of step.reply ?? []) if (!text.includes(expected.toLowerCase())) problems.push(`reply lacks "${expected}"`)
     for (const unwanted of step.not_reply ?? []) if (text.includes(unwanted.toLowerCase())) problems.push(`reply has "${unwanted}"`)
-    steps.push({ step, reply: sent.reply, intent: sent.intent, links, handoff: sent.handoff, problems })
+    steps.push({ step, reply: sent.reply, intent: sent.intent, ...(sent.answer === undefined ? {} : { answer: sent.answer }), links, handoff: sent.handoff, problems })
   }
   return { story, steps, passed: steps.every((step) => step.problems.length === 0) }
 }

@@ -57,7 +57,7 @@ export class ReplyRenderer {
     this.#policyValues = policyValues(pack)
     this.#links = new Map(Object.entries(pack.links).map(([name, link]) => [name, { ...link, needs: linkValueNames(link.url) }]))
     const fixedLinks = [...this.#links].filter(([, link]) => link.needs.length === 0)
-    this.#general = new Set([...POLICY_VALUES, ...fixedLinks.map(([name]) => `link:${name}`)])
+    this.#general = new Set([...POLICY_VALUES, ...this.#policyValues.keys(), ...fixedLinks.map(([name]) => `link:${name}`)])
   }
 
   /** The reply from the first group with a usable template, or undefined when none is usable. */

@@ -65,6 +65,11 @@ export class ReplyTemplate {
     return this.#parts.flatMap((part) => part.kind === 'value' ? [part.name] : [])
   }
 
+  /** The text the template writes out itself, besides its values and links (optional parts included). */
+  literalText (): string {
+    return literal(this.#parts)
+  }
+
   /** Names of every link the template mentions. */
   linkNames (): string[] {
     return collect(this.#parts, 'link')
@@ -212,4 +217,8 @@ function parse (source: string): Part[] {
 
 function collect (parts: Part[], kind: 'value' | 'link'): string[] {
   return parts.flatMap((part) => part.kind === 'optional' ? collect(part.parts, kind) : part.kind === kind ? [part.name] : [])
+}
+
+function literal (parts: Part[]): string {
+  return parts.map((part) => part.kind === 'text' ? part.text : part.kind === 'optional' ? literal(part.parts) : ' ').join('')
 }

@@ -1,6 +1,7 @@
 import type { Fact } from '../dialogue/conversation.ts'
 import { returnWindow } from '../dialogue/return-window.ts'
 import { POLICY_VALUES } from '../domain-pack/load.ts'
+import { deliveryOptionValues } from '../domain-pack/policy-facts.ts'
 import type { DomainPack } from '../domain-pack/schema.ts'
 import type { ValueSource } from './templates.ts'
 
@@ -18,6 +19,7 @@ export function policyValues (pack: DomainPack): Map<string, string> {
     ['contact_email', policies.contact.email],
     ['contact_hours', policies.contact.hours]
   ])
+  for (const [name, value] of deliveryOptionValues(policies)) values.set(name, value)
   if (policies.contact.chat !== undefined) values.set('contact_chat', policies.contact.chat)
   for (const name of ['return_shipping', 'exchanges', 'defective_items', 'missing_items', 'late_deliveries', 'discount_codes', 'account_security'] as const) {
     const policy = policies[name]
@@ -49,7 +51,7 @@ export class TemplateValues implements ValueSource {
   }
 
   get (name: string): string | undefined {
-    if (POLICY_NAMES.has(name)) return this.#policies.get(name)
+    if (POLICY_NAMES.has(name) || this.#policies.has(name)) return this.#policies.get(name)
     const purchaseDate = this.#facts['purchase_date']
     if (WINDOW_VALUES.has(name) && typeof purchaseDate === 'string') return this.#windowValues(purchaseDate).get(name)
     if (name === 'today') return this.#today

@@ -1,0 +1,190 @@
+import type { DomainAnswer } from '../domain-pack/schema.ts'
+import type { IntentName } from '../intents.ts'
+import { answerTerms, isContentStem, stemsOf } from './terms.ts'
+
+/** The best match for a message, with the selector's probability for it: an answer, or a plain request (none). */
+export interface RankedEntry {
+  answer?: DomainAnswer
+  confidence: number
+}
+
+/** An answer chosen for a message, with the selector's probability for it. */
+export interface AnswerChoice extends RankedEntry {
+  answer: DomainAnswer
+}
+
+/** BM25's usual constants: how fast a repeated term saturates, and how much a long document is discounted. */
+const K1 = 1.2
+const B = 0.75
+/**
+ * Scores become probabilities by a softmax at this temperature: chosen on held-out questions so that a confidence
+ * threshold separates questions an answer fits from requests none does (docs/chat.md "Answer selection").
+ */
+const TEMPERATURE = 1.5
+
+/**
+ * What the selector chooses among: an answer, or a request asked plainly (`answer` undefined), whose own reply
+ * answers.
+ */
+interface Entry {
+  answer?: DomainAnswer
+  intents: readonly IntentName[]
+  examples: readonly string[]
+}
+
+/**
+ * Answer selection: BM25 over the answers and the plain requests, each one document of its examples, read as stems
+ * and pairs of stems. The scores of a message, turned into probabilities over every entry, are read once; the best
+ * entry is then picked among those of the requests in question (the recognised intent, the conversation's active
+ * request): an answer, or the plain request, which leaves the request's own reply to answer. Built from the pack in
+ * milliseconds at start-up; chosen over a logistic model and over MiniSearch by measurement (docs/chat.md).
+ */
+export class AnswerSelector {
+  readonly answers: readonly DomainAnswer[]
+  readonly #entries: readonly Entry[]
+  /** For each stem, the entries it occurs in and its BM25 weight there. */
+  readonly #unigrams = new Map<string, Posting>()
+  /** For each pair of neighbouring stems, by the first and then the second. */
+  readonly #bigrams = new Map<string, Map<string, Posting>>()
+  /** The postings one message has added: scratch space, so that a term said twice counts once. */
+  readonly #added = new Set<Posting>()
+  readonly #byId: ReadonlyMap<string, DomainAnswer>
+
+  constructor (answers: readonly DomainAnswer[], requests: Readonly<Partial<Record<IntentName, readonly string[]>>> = {}) {
+    this.answers = answers
+    this.#byId = new Map(answers.map((answer) => [answer.id, answer]))
+    this.#entries = [
+      ...answers.map((answer) => ({ answer, intents: answer.intents, examples: answer.examples })),
+      ...Object.entries(requests).map(([intent, examples]) => ({ intents: [intent as IntentName], examples: examples ?? [] }))
+    ]
+    const documents = this.#entries.map((entry) => {
+      const counts = new Map<string, number>()
+      let length = 0
+      for (const example of entry.examples) {
+        for (const term of answerTerms(stemsOf(example))) {
+          counts.set(term, (counts.get(term) ?? 0) + 1)
+          length++
+        }
+      }
+      return { counts, length }
+    })
+    const averageLength = documents.reduce((sum, document) => sum + document.length, 0) / Math.max(1, documents.length)
+    const lists = new Map<string, Array<[number, number]>>()
+    for (const [index, document] of documents.entries()) {
+      for (const [term, count] of document.counts) {
+        let list = lists.get(term)
+        if (list === undefined) lists.set(term, list = [])
+        list.push([index, count * (K1 + 1) / (count + K1 * (1 - B + B * document.length / averageLength))])
+      }
+    }
+    for (const [term, list] of lists) {
+      const idf = Math.log(1 + (documents.length - list.length + 0.5) / (list.length + 0.5))
+      const posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf) }
+      const space = term.indexOf(' ')
+      if (space < 0) {
+        this.#unigrams.set(term, posting)
+      } else {
+        const first = term.slice(0, space)
+        let seconds = this.#bigrams.get(first)
+        if (seconds === undefined) this.#bigrams.set(first, seconds = new Map())
+        seconds.set(term.slice(space + 1), posting)
+      }
+    }
+  }
+
+  /** The answer with this id, if the pack has one. */
+  byId (id: string): DomainAnswer | undefined {
+    return this.#byId.get(id)
+  }
+
+  /**
+   * How likely each entry is for a message (`stems` from stemsOf), to pick from by request: the terms are read as
+   * answerTerms reads them, without building them.
+   */
+  rank (stems: readonly string[]): AnswerRanking {
+    const scores = new Float64Array(this.#entries.length)
+    const added = this.#added
+    added.clear()
+    let previous: string | undefined
+    for (const stem of stems) {
+      if (!isContentStem(stem)) continue
+      const unigram = this.#unigrams.get(stem)
+      if (unigram !== undefined && !added.has(unigram)) {
+        added.add(unigram)
+        addPosting(scores, unigram)
+      }
+      const bigram = previous === undefined ? undefined : this.#bigrams.get(previous)?.get(stem)
+      if (bigram !== undefined && !added.has(bigram)) {
+        added.add(bigram)
+        addPosting(scores, bigram)
+      }
+      previous = stem
+    }
+    if (added.size === 0) return new AnswerRanking(this.#entries, undefined)
+    softmax(scores, TEMPERATURE)
+    return new AnswerRanking(this.#entries, scores)
+  }
+}
+
+/** One message's probabilities over the answers and plain requests. */
+export class AnswerRanking {
+  readonly #entries: readonly Entry[]
+  readonly #probabilities: Float64Array | undefined
+
+  constructor (entries: readonly Entry[], probabilities: Float64Array | undefined) {
+    this.#entries = entries
+    this.#probabilities = probabilities
+  }
+
+  /**
+   * The most probable entry belonging to one of `intents`: an answer, or a plain request of theirs (no `answer`:
+   * the request's own reply answers); none when the message shares no term with any.
+   */
+  best (intents: ReadonlySet<IntentName>): RankedEntry | undefined {
+    const probabilities = this.#probabilities
+    if (probabilities === undefined) return undefined
+    let best = -1
+    for (let i = 0; i < this.#entries.length; i++) {
+      if ((best < 0 || probabilities[i]! > probabilities[best]!) && this.#entries[i]!.intents.some((intent) => intents.has(intent))) best = i
+    }
+    return this.#choice(best)
+  }
+
+  /** The most probable entry of all. */
+  top (): RankedEntry | undefined {
+    const probabilities = this.#probabilities
+    if (probabilities === undefined) return undefined
+    let best = 0
+    for (let i = 1; i < this.#entries.length; i++) if (probabilities[i]! > probabilities[best]!) best = i
+    return this.#choice(best)
+  }
+
+  #choice (index: number): RankedEntry | undefined {
+    if (index < 0) return undefined
+    const { answer } = this.#entries[index]!
+    const confidence = Math.round(this.#probabilities![index]! * 1000) / 1000
+    return answer === undefined ? { confidence } : { answer, confidence }
+  }
+}
+
+interface Posting {
+  entries: Int32Array
+  weights: Float64Array
+}
+
+function addPosting (scores: Float64Array, posting: Posting): void {
+  for (let i = 0; i < posting.entries.length; i++) scores[posting.entries[i]!]! += posting.weights[i]!
+}
+
+/** Scores to probabilities; the entries no term matched share one value, computed once. */
+function softmax (scores: Float64Array, temperature: number): void {
+  let max = 0
+  for (let i = 0; i < scores.length; i++) if (scores[i]! > max) max = scores[i]!
+  const unmatched = Math.exp(-max / temperature)
+  let sum = 0
+  for (let i = 0; i < scores.length; i++) {
+    scores[i] = scores[i] === 0 ? unmatched : Math.exp((scores[i]! - max) / temperature)
+    sum += scores[i]!
+  }
+  for (let i = 0; i < scores.length; i++) scores[i]! /= sum
+}

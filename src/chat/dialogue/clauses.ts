@@ -1,0 +1,37 @@
+/**
+ * The clauses of a message that may make several requests ("my parcel is late and also I was charged twice"): split
+ * at sentence ends and at the words that join a second request ("and also", "plus", "and can…"). Word by word, in
+ * linear time.
+ */
+export function splitClauses (text: string): string[] {
+  const clauses: string[] = []
+  for (const sentence of text.split(SENTENCE_END)) {
+    const words = sentence.split(SPACE).filter((word) => word !== '')
+    let start = 0
+    for (let i = 1; i < words.length - 1; i++) {
+      const word = bare(words[i]!)
+      const next = bare(words[i + 1]!)
+      if ((word === 'and' && SECOND_REQUEST.has(next)) || word === 'also' || word === 'plus') {
+        if (i > start) clauses.push(words.slice(start, i).join(' '))
+        start = word === 'and' && next === 'also' ? i + 2 : i + 1
+        if (word === 'and' && next === 'also') i++
+      }
+    }
+    if (start < words.length) clauses.push(words.slice(start).join(' '))
+  }
+  return clauses.filter((clause) => LETTERS.test(clause) && clause.split(' ').length >= MIN_CLAUSE_WORDS)
+}
+
+const SENTENCE_END = /[?!;\n]+|\.\s/
+const SPACE = /\s+/
+const LETTERS = /[a-z]{2}/i
+/** Words that start a second request after "and": "…and can I pay with Apple Pay". */
+const SECOND_REQUEST = new Set(['also', 'can', 'could', 'how', 'what', 'when', 'where', 'is', 'are', 'do', 'does', 'will', 'would', 'i', 'my', 'im'])
+/** Shorter pieces ("thanks", "hi there") are not requests of their own. */
+const MIN_CLAUSE_WORDS = 3
+
+function bare (word: string): string {
+  return word.toLowerCase().replace(NOT_LETTER, '')
+}
+
+const NOT_LETTER = /[^a-z]/g

@@ -1,0 +1,130 @@
+import { contentWordCount, readWords, stemsOf } from '../answers/terms.ts'
+import type { DomainSlots } from '../domain-pack/schema.ts'
+import type { SupportIntent } from '../intents.ts'
+
+/** What a message does in the conversation, by the pack's cue phrases (`slots.yaml`). */
+export type Cue = keyof DomainSlots['cues']
+
+/** The slots one message fills and the cues it carries, read from its words. */
+export interface MessageSlots {
+  /** What happened to the item or parcel: a value of `item_situation` (`broke_in_use`, `wrong_item`…). */
+  situation?: string
+  /** `prefers_exchange` or `prefers_refund`. */
+  preference?: string
+  /** How the account stands: `no_account`, `compromised`. */
+  account?: string
+  /** A payment method of the pack's list that the message names ("PayPal"). */
+  paymentMethod?: string
+  cues: ReadonlySet<Cue>
+  /** The message asks something or asks for something: a question mark, or a word of the `request` cue. */
+  asks: boolean
+  /** How many words it has that say something (not "the", "my", "is", numbers…). */
+  contentWords: number
+}
+
+/**
+ * The dialogue's slots between messages: small values, so that a conversation stays small. The order number,
+ * purchase date and e-mail are the conversation's facts (`order_id`, `purchase_date`, `email`); the active request is
+ * its topic, and the request waiting for an order number its `pendingIntent`.
+ */
+export interface Slots {
+  /** What happened to the item or parcel of the active request. */
+  situation?: string
+  /** Refund or exchange. */
+  preference?: string
+  /** How the customer's account stands. */
+  account?: string
+  /** What the assistant asked and waits for: what the customer needs (after a statement), or whether they want a person. */
+  pending?: PendingQuestion
+  /** Requests the customer made in the same message as another, to come to next: at most MAX_QUEUED. */
+  queued?: SupportIntent[]
+  /** What the last replies said (an answer id, or an intent and its reply situation), newest last: at most MAX_RECENT. */
+  recent?: string[]
+  /** The last reply handed the conversation to a person. */
+  handedOff?: boolean
+}
+
+export type PendingQuestion = 'request' | 'offer_person'
+
+export const MAX_QUEUED = 2
+/** Cues matched on words: stems lose the tense, and "I order" is no purchase yet. */
+const WORD_CUES: ReadonlySet<string> = new Set(['purchase'])
+/** Replies remembered so that none is repeated within three turns. */
+export const MAX_RECENT = 3
+
+interface Phrase {
+  /** The phrase's stems, or for the cues matched word for word, its words. */
+  stems: readonly string[]
+  slot: 'item_situation' | 'preference' | 'account' | 'payment_method' | 'cue'
+  value: string
+  /** Its value's place in the slot: the first value that matches wins. */
+  rank: number
+}
+
+/**
+ * Reads the pack's slot phrases in a message: each phrase is a run of word stems, found in one pass over the
+ * message's stems (phrases indexed by their first stem).
+ */
+export class SlotReader {
+  readonly #byFirstStem = new Map<string, Phrase[]>()
+  /** Cues whose tense matters ("bought", not "buy"), matched on words rather than stems. */
+  readonly #byFirstWord = new Map<string, Phrase[]>()
+
+  constructor (slots: DomainSlots, paymentMethods: readonly string[] = []) {
+    const add = (slot: Phrase['slot'], values: Record<string, readonly string[]>): void => {
+      for (const [rank, [value, phrases]] of Object.entries(values).entries()) {
+        const byWord = WORD_CUES.has(value)
+        const index = byWord ? this.#byFirstWord : this.#byFirstStem
+        for (const phrase of phrases) {
+          const stems = byWord ? readWords(phrase).words : stemsOf(phrase)
+          if (stems.length === 0) continue
+          let list = index.get(stems[0]!)
+          if (list === undefined) index.set(stems[0]!, list = [])
+          list.push({ stems, slot, value, rank })
+        }
+      }
+    }
+    add('item_situation', slots.item_situation)
+    add('preference', slots.preference)
+    add('account', slots.account)
+    add('cue', slots.cues)
+    add('payment_method', Object.fromEntries(paymentMethods.map((method) => [method, [method]])))
+  }
+
+  /** The slots and cues of a message whose words and stems (readWords) are given, and whose text is `text`. */
+  read (stems: readonly string[], text: string, words?: readonly string[]): MessageSlots {
+    const best: Partial<Record<Phrase['slot'], Phrase>> = {}
+    const cues = new Set<Cue>()
+    const found = (phrase: Phrase): void => {
+      if (phrase.slot === 'cue') {
+        cues.add(phrase.value as Cue)
+      } else {
+        const current = best[phrase.slot]
+        if (current === undefined || phrase.rank < current.rank) best[phrase.slot] = phrase
+      }
+    }
+    for (let i = 0; i < (words?.length ?? 0); i++) {
+      for (const phrase of this.#byFirstWord.get(words![i]!) ?? []) if (matchesAt(words!, i, phrase.stems)) found(phrase)
+    }
+    for (let i = 0; i < stems.length; i++) {
+      const phrases = this.#byFirstStem.get(stems[i]!)
+      if (phrases === undefined) continue
+      for (const phrase of phrases) {
+        if (!matchesAt(stems, i, phrase.stems)) continue
+        found(phrase)
+      }
+    }
+    const slots: MessageSlots = { cues, asks: text.includes('?') || cues.has('request'), contentWords: contentWordCount(stems) }
+    if (best.item_situation !== undefined) slots.situation = best.item_situation.value
+    if (best.preference !== undefined) slots.preference = best.preference.value
+    if (best.account !== undefined) slots.account = best.account.value
+    if (best.payment_method !== undefined) slots.paymentMethod = best.payment_method.value
+    return slots
+  }
+}
+
+function matchesAt (stems: readonly string[], at: number, phrase: readonly string[]): boolean {
+  if (at + phrase.length > stems.length) return false
+  for (let j = 1; j < phrase.length; j++) if (stems[at + j] !== phrase[j]) return false
+  return true
+}
