@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { ExifToolConfig } from '../src/config.ts'
-import { MetadataExtractor } from '../src/metadata/extractor.ts'
+import { MetadataExtractor, type ExifToolConfig } from '../src/metadata/extractor.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -110,7 +110,7 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
 
   async function describe (request: FastifyRequest<{ Querystring: { full?: boolean } }>): Promise<ImageDescription> {
     const readers = { extractor: fastify.metadataExtractor, contentCredentials: fastify.contentCredentialsVerifier }
-    return await describeImage(readers, uploaded(request), { full: request.query.full === true })
+    return await describeImage(readers, uploaded(request), { full: request.query.full === true, clientId: request.apiKeyId })
   }
 }
 

@@ -25,10 +25,10 @@ export interface MetricsOptions {
 
 /**
  * Prometheus metrics at GET /metrics (prom-client; no key: the gateway does not route it outside): requests and their
- * latency by route and status, the ExifTool pool (processes, its configured maximum, busy ones, queue, failures), the C2PA validator
- * (threads, queue, outcomes), the idle collections (src/idle-collection.ts), chat answers by intent, handoffs,
- * conversation-store errors, rate-limit refusals, and Node's own (event loop, memory, GC). One registry per app, so
- * that apps built side by side (tests) count apart.
+ * latency by route and status, the ExifTool pool (processes, its configured maximum, busy ones, queue, failures,
+ * files refused, processes retired), the C2PA validator (threads, queue, outcomes), the idle collections
+ * (src/idle-collection.ts), chat answers by intent, handoffs, conversation-store errors, rate-limit refusals, and
+ * Node's own (event loop, memory, GC). One registry per app, so that apps built side by side (tests) count apart.
  * In a cluster worker (WORKERS > 1) a scrape lands on any one worker, so it answers for all: the primary adds up every
  * worker's registry (src/cluster.ts).
  */
@@ -69,6 +69,23 @@ async function metrics (fastify: FastifyInstance, options: MetricsOptions): Prom
       this.reset()
       for (const [kind, count] of Object.entries(extractor.failures)) this.inc({ kind }, count)
     }
+  }))
+
+  registry.registerMetric(new Counter({
+    ...pool,
+    name: 'exiftool_refusals_total',
+    help: 'Images refused as beyond what ExifTool may spend on one (415 IMAGE_TOO_COMPLEX), by reason: cpu (its read ran past its CPU time), memory (its child hit the memory limit), crash (its child died on it), each costing one child; remembered (a resend of such a file, refused without ExifTool)',
+    labelNames: ['reason'],
+    collect () {
+      this.reset()
+      for (const [reason, count] of Object.entries(extractor.refusals)) this.inc({ reason }, count)
+    }
+  }))
+  registry.registerMetric(new Counter({
+    ...pool,
+    name: 'exiftool_retired_total',
+    help: 'ExifTool processes replaced because a read left them holding much memory',
+    collect () { this.reset(); this.inc(extractor.retiredChildren) }
   }))
 
   const verifier = fastify.contentCredentialsVerifier

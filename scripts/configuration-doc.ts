@@ -11,6 +11,10 @@ const output = process.argv[2] ?? new URL('../docs/configuration.md', import.met
 
 function accepted (schema: TSchema): string {
   if (schema.type === 'integer') return `integer ${String(schema.minimum)}–${String(schema.maximum)}`
+  if (schema.type === 'number') {
+    const lower = schema.exclusiveMinimum === undefined ? `from ${String(schema.minimum)}` : `over ${String(schema.exclusiveMinimum)}`
+    return `number ${lower}, up to ${String(schema.maximum)}`
+  }
   if (typeof schema.pattern === 'string') return `text matching \`${schema.pattern}\``
   return 'text'
 }

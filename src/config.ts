@@ -6,6 +6,13 @@ import { Type, type Static } from '@sinclair/typebox'
 import { envSchema } from 'env-schema'
 import { DEFAULT_FACT_LIMITS, type FactLimits } from './chat/conversation-facts.ts'
 import { DEFAULT_MODEL_CACHE } from './chat/nlu/model-cache.ts'
+import {
+  DEFAULT_CLIENT_SHARE,
+  DEFAULT_MEMORY_LIMIT_BYTES,
+  DEFAULT_READ_CPU_MS,
+  DEFAULT_REFUSED_TTL_MS,
+  type ExifToolConfig
+} from './metadata/extractor.ts'
 import { DEFAULT_MAX_VALIDATED_BYTES, parseTrustAnchors, type ContentCredentialsConfig } from './metadata/provenance/c2pa-verifier.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -24,6 +31,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  * start, outside the byte bound; 200,000 take 5 MB). Raising CONVERSATION_MAX_BYTES far, raise this with it.
  */
 const DEFAULT_CONVERSATION_MAX_BYTES = 134_217_728
+const MIN_EXIFTOOL_MEMORY_LIMIT_MB = 128
 const DEFAULT_CONVERSATION_MAX = 200_000
 
 /**
@@ -85,13 +93,37 @@ export const EnvSchema = Type.Object({
     minimum: 100,
     maximum: 600_000,
     default: 10_000,
-    description: 'Per-image limit; a child that exceeds it is replaced and the image tried once more.'
+    description: 'Time an ExifTool process may spend on one read without progress: past it the process is taken as hung (the pool is at fault, not the image), replaced, and the read tried once more; then 503 `EXTRACTION_TIMEOUT` with `Retry-After`. On Linux with `EXIFTOOL_READ_CPU_MS` set, a process that spends CPU is making progress, and its CPU time is what bounds it; elsewhere this is a plain per-read limit.'
   }),
   EXIFTOOL_MAX_QUEUE: Type.Integer({
     minimum: 1,
     maximum: 100_000,
     default: 256,
-    description: 'Images waiting for a free ExifTool process; beyond it requests get 503 `EXTRACTOR_BUSY` with `Retry-After`.'
+    description: 'Images waiting for a free ExifTool process; beyond it requests get 503 `EXTRACTOR_BUSY` with `Retry-After`. One API key may hold `EXIFTOOL_KEY_SHARE` of it.'
+  }),
+  EXIFTOOL_READ_CPU_MS: Type.Integer({
+    minimum: 0,
+    maximum: 600_000,
+    default: DEFAULT_READ_CPU_MS,
+    description: 'CPU time one ExifTool read may take (the summary, the maker-note and the `?full=true` reads alike); a file that needs more is refused with 415 `IMAGE_TOO_COMPLEX`, its process killed and replaced. `0`: no limit. Linux only (docs/metadata-limits.md).'
+  }),
+  EXIFTOOL_MEMORY_LIMIT_MB: Type.Integer({
+    minimum: 0,
+    maximum: 1_048_576,
+    default: DEFAULT_MEMORY_LIMIT_BYTES / 1024 / 1024,
+    description: 'Address space of each ExifTool process, in MiB (`RLIMIT_AS`); a file that needs more is refused with 415 `IMAGE_TOO_COMPLEX` and its process replaced. `0`: no limit; else at least 128. Linux only (docs/metadata-limits.md).'
+  }),
+  EXIFTOOL_KEY_SHARE: Type.Number({
+    exclusiveMinimum: 0,
+    maximum: 1,
+    default: DEFAULT_CLIENT_SHARE,
+    description: 'The share of the ExifTool processes, and of `EXIFTOOL_MAX_QUEUE`, that the images of one API key may hold at once (at least one process): one key\'s slow files leave the other processes to other keys. `1`: no per-key limit (one client).'
+  }),
+  EXIFTOOL_REFUSED_TTL_SECONDS: Type.Integer({
+    minimum: 0,
+    maximum: 31_536_000,
+    default: DEFAULT_REFUSED_TTL_MS / 1000,
+    description: 'How long the SHA-256 of a file refused for its CPU time, its memory or an ExifTool crash is remembered (the last 10,000 such files, per worker process), so that a resend is refused at once without ExifTool. `0`: not remembered.'
   }),
   TMPDIR: Type.Optional(Type.String({ minLength: 1, description: 'Where the service makes its private (0700) scratch directory for uploads. Default: the operating system\'s.' })),
   DOMAIN_PACK: Type.Optional(Type.String({
@@ -228,15 +260,6 @@ export const EnvSchema = Type.Object({
 })
 type Env = Static<typeof EnvSchema>
 
-export interface ExifToolConfig {
-  /** ExifTool processes kept in the pool (of each worker process). */
-  procs: number
-  /** Per-image limit; a child that exceeds it is replaced and the image tried once more. */
-  taskTimeoutMs: number
-  /** Images waiting for a free process before new requests get 503. */
-  maxQueue: number
-}
-
 export interface ChatConfig {
   /** The domain pack: a directory (responses.yaml + nlu/) or one YAML or JSON file; domain/ when unset. */
   domainPack?: string
@@ -351,6 +374,10 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     throw new ConfigError('Invalid configuration: WORKERS above 1 needs REDIS_URL, so that the workers share conversations and rate-limit counts')
   }
 
+  if (env.EXIFTOOL_MEMORY_LIMIT_MB > 0 && env.EXIFTOOL_MEMORY_LIMIT_MB < MIN_EXIFTOOL_MEMORY_LIMIT_MB) {
+    // ExifTool's perl needs tens of megabytes to start and to load the modules of some formats: less would refuse all.
+    throw new ConfigError(`Invalid configuration: EXIFTOOL_MEMORY_LIMIT_MB must be 0 (no limit) or at least ${MIN_EXIFTOOL_MEMORY_LIMIT_MB}`)
+  }
   const trustProxy = parseTrustProxy(env.TRUST_PROXY)
   const apiKeys = [...parseKeys(env.API_KEYS ?? ''), ...readKeysFile(env.API_KEYS_FILE)]
   let generatedDevKey: string | undefined
@@ -393,7 +420,11 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
       // One ExifTool process per core for the machine, whatever the number of workers sharing it.
       procs: env.EXIFTOOL_PROCS ?? Math.max(1, Math.round(availableParallelism() / env.WORKERS)),
       taskTimeoutMs: env.EXIFTOOL_TASK_TIMEOUT_MS,
-      maxQueue: env.EXIFTOOL_MAX_QUEUE
+      maxQueue: env.EXIFTOOL_MAX_QUEUE,
+      readCpuMs: env.EXIFTOOL_READ_CPU_MS,
+      memoryLimitBytes: env.EXIFTOOL_MEMORY_LIMIT_MB * 1024 * 1024,
+      clientShare: env.EXIFTOOL_KEY_SHARE,
+      refusedTtlMs: env.EXIFTOOL_REFUSED_TTL_SECONDS * 1000
     },
     tempRoot: env.TMPDIR ?? tmpdir(),
     chat: {

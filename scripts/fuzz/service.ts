@@ -22,7 +22,8 @@ function requiredEnv (name: string): string {
 
 const tempRoot = requiredEnv('FUZZ_TEMP_ROOT')
 const log = createWriteStream(requiredEnv('FUZZ_LOG_FILE'))
-const config = loadConfig({ API_KEYS: requiredEnv('FUZZ_API_KEY'), TMPDIR: tempRoot, RATE_LIMIT_METADATA_PER_MIN: '0', TRUST_PROXY: '127.0.0.1' })
+// One client: its key may use the whole ExifTool pool.
+const config = loadConfig({ API_KEYS: requiredEnv('FUZZ_API_KEY'), TMPDIR: tempRoot, RATE_LIMIT_METADATA_PER_MIN: '0', TRUST_PROXY: '127.0.0.1', EXIFTOOL_KEY_SHARE: '1' })
 const app = await buildApp(config, { logStream: { write (line: string) { log.write(line) } } })
 await app.listen({ host: '127.0.0.1', port: 0 })
 

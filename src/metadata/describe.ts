@@ -29,18 +29,28 @@ export interface ImageReaders {
   contentCredentials: ContentCredentialsVerifier
 }
 
+/** What a description is asked for with. */
+export interface DescribeOptions {
+  /** Every tag too (`?full=true`). */
+  full: boolean
+  /** A non-secret id of the caller's API key: its reads get their share of the ExifTool pool, not all of it. */
+  clientId?: string
+}
+
 /**
  * The API's metadata for one image the intake has stored and checked. Throws IMAGE_LACKS_METADATA, carrying what
- * could still be read, when the file records none of camera, capture time and position.
+ * could still be read, when the file records none of camera, capture time and position; IMAGE_TOO_COMPLEX when
+ * ExifTool cannot read it within its bounds (CPU time, memory), or crashes on it, now or when it was sent before.
  */
 export async function describeImage (
   readers: ImageReaders,
   image: StoredImage,
-  options: { full: boolean }
+  options: DescribeOptions
 ): Promise<ImageDescription> {
   const { format, width, height } = image.sniffed
   const sized = width !== undefined && height !== undefined
-  const tags = await readers.extractor.readSummary(image.path, format, !sized, { embeddedCiff: image.sniffed.embeddedCiff === true })
+  const context = { sha256: image.sha256, ...(options.clientId === undefined ? {} : { clientId: options.clientId }) }
+  const tags = await readers.extractor.readSummary(image.path, format, !sized, { ...context, embeddedCiff: image.sniffed.embeddedCiff === true })
   const resolution = sized ? { width, height } : resolutionFromTags(tags)
   // A signature whose file ExifTool cannot size is no readable image of that format.
   if (resolution === null) throw new UnsupportedImageFormatError(IMAGE_FORMATS.join(', '))
@@ -51,7 +61,7 @@ export async function describeImage (
     filesize_bytes: image.sizeBytes,
     provenance: provenanceFrom(tags, image.sha256, await contentCredentials(readers, image))
   }
-  const camera = cameraFrom(tags) ?? (hasExif(tags) ? cameraFromMakerNotes(await readers.extractor.readMakerNotes(image.path)) : null)
+  const camera = cameraFrom(tags) ?? (hasExif(tags) ? cameraFromMakerNotes(await readers.extractor.readMakerNotes(image.path, context)) : null)
   const datetime = captureTime(tags)
   const gps = gpsFrom(tags)
   if (camera === null && datetime === null && gps === null) {
@@ -59,7 +69,7 @@ export async function describeImage (
   }
 
   const metadata: ImageDescription = { camera, datetime, gps, ...basics }
-  if (options.full) metadata.tags = groupedTagsFrom(await readers.extractor.readAll(image.path))
+  if (options.full) metadata.tags = groupedTagsFrom(await readers.extractor.readAll(image.path, context))
   return metadata
 }
 

@@ -9,7 +9,8 @@ import { runProcess, type ProcessResult } from '../support/processes.ts'
 
 const VARIABLES = [
   'NODE_ENV', 'PORT', 'HOST', 'WORKERS', 'API_KEYS', 'API_KEYS_FILE', 'LOG_LEVEL', 'MAX_IMAGE_BYTES',
-  'EXIFTOOL_PROCS', 'EXIFTOOL_TASK_TIMEOUT_MS', 'EXIFTOOL_MAX_QUEUE', 'TMPDIR', 'REDIS_URL'
+  'EXIFTOOL_PROCS', 'EXIFTOOL_TASK_TIMEOUT_MS', 'EXIFTOOL_MAX_QUEUE', 'EXIFTOOL_READ_CPU_MS', 'EXIFTOOL_MEMORY_LIMIT_MB',
+  'EXIFTOOL_KEY_SHARE', 'EXIFTOOL_REFUSED_TTL_SECONDS', 'TMPDIR', 'REDIS_URL'
 ]
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 /** A self-signed certificate (made once with openssl for this test; it signs nothing). */
@@ -88,7 +89,15 @@ describe('loadConfig', () => {
       maxImageBytes: 26_214_400,
       maxUploadBytes: 209_715_200,
       contentCredentials: { workers: 1, timeoutMs: 10_000, maxBytes: 48 * 1024 * 1024 },
-      exiftool: { procs: availableParallelism(), taskTimeoutMs: 10_000, maxQueue: 256 },
+      exiftool: {
+        procs: availableParallelism(),
+        taskTimeoutMs: 10_000,
+        maxQueue: 256,
+        readCpuMs: 2000,
+        memoryLimitBytes: 512 * 1024 * 1024,
+        clientShare: 0.5,
+        refusedTtlMs: 3_600_000
+      },
       tempRoot: tmpdir(),
       chat: {
         modelCacheDir: DEFAULT_MODEL_CACHE,
@@ -136,6 +145,10 @@ describe('loadConfig', () => {
       EXIFTOOL_PROCS: '3',
       EXIFTOOL_TASK_TIMEOUT_MS: '2500',
       EXIFTOOL_MAX_QUEUE: '32',
+      EXIFTOOL_READ_CPU_MS: '1500',
+      EXIFTOOL_MEMORY_LIMIT_MB: '256',
+      EXIFTOOL_KEY_SHARE: '0.25',
+      EXIFTOOL_REFUSED_TTL_SECONDS: '600',
       TMPDIR: '/var/tmp',
       DOMAIN_PACK: '/etc/shop/domain',
       MODEL_CACHE_DIR: '/var/cache/chat',
@@ -177,7 +190,15 @@ describe('loadConfig', () => {
       maxImageBytes: 1_048_576,
       maxUploadBytes: 524_288_000,
       contentCredentials: { trustAnchorsPem: TEST_CERTIFICATE_PEM, workers: 2, timeoutMs: 3000, maxBytes: 1048576 },
-      exiftool: { procs: 3, taskTimeoutMs: 2500, maxQueue: 32 },
+      exiftool: {
+        procs: 3,
+        taskTimeoutMs: 2500,
+        maxQueue: 32,
+        readCpuMs: 1500,
+        memoryLimitBytes: 256 * 1024 * 1024,
+        clientShare: 0.25,
+        refusedTtlMs: 600_000
+      },
       tempRoot: '/var/tmp',
       chat: {
         domainPack: '/etc/shop/domain',
@@ -219,6 +240,13 @@ describe('loadConfig', () => {
     ['EXIFTOOL_TASK_TIMEOUT_MS', '0'],
     ['EXIFTOOL_TASK_TIMEOUT_MS', 'soon'],
     ['EXIFTOOL_MAX_QUEUE', '0'],
+    ['EXIFTOOL_READ_CPU_MS', '-1'],
+    ['EXIFTOOL_READ_CPU_MS', '600001'],
+    ['EXIFTOOL_MEMORY_LIMIT_MB', '64'],
+    ['EXIFTOOL_MEMORY_LIMIT_MB', 'lots'],
+    ['EXIFTOOL_KEY_SHARE', '0'],
+    ['EXIFTOOL_KEY_SHARE', '1.5'],
+    ['EXIFTOOL_REFUSED_TTL_SECONDS', '-1'],
     ['TMPDIR', ''],
     ['API_KEYS_FILE', ''],
     ['DOMAIN_PACK', ''],

@@ -5,7 +5,6 @@ import { request as httpRequest, type ClientRequest } from 'node:http'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { ExifTool } from 'exiftool-vendored'
-import { ReadRawTask } from 'exiftool-vendored/dist/ReadRawTask.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { AUTH, createTestApp, imageForm, listen, multipart, TEST_CHAT_CONFIG, type TestApp } from '../support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from '../support/images.ts'
@@ -17,6 +16,8 @@ import { freePort } from '../support/servers.ts'
 //   child replaced; a child stopped (SIGSTOP) mid-request → 200 after the task timeout and the retry, or 503
 //   EXTRACTION_TIMEOUT with Retry-After when the retry hangs too, then 200 again; a full queue → 503 EXTRACTOR_BUSY;
 //   no child left after the app closes (a healthy pool).
+// - test/integration/exiftool-bounds.test.ts: a file that crashes its child, needs more than its memory limit or more
+//   CPU time than a read may take → 415 IMAGE_TOO_COMPLEX at once, never retried, and a resend refused without ExifTool.
 // - test/integration/readiness.test.ts: Redis stopped → a quick 503 CONVERSATION_STORE_UNAVAILABLE with Retry-After, not ready,
 //   and a new conversation once it is back.
 // - test/integration/metadata.http.test.ts: a client that leaves mid-upload → its partial file removed, the server keeps serving.
@@ -194,9 +195,10 @@ describe('a client that goes away', () => {
   let t: TestApp
   let base: string
   const watchPool = () => vi.spyOn(ExifTool.prototype, 'enqueueTask')
-  /** Every task handed to the ExifTool pool; the extractor's hand over a read already made, so it can be looked at. */
+  /** Every task handed to the ExifTool pool; a read's (exiftool-vendored's readRaw) names the file it reads. */
   let pool: ReturnType<typeof watchPool>
-  const readTasks = (): ReadRawTask[] => pool.mock.calls.map(([task]) => task()).filter((task) => task instanceof ReadRawTask)
+  const readTasks = (): Array<{ sourceFile: string }> => pool.mock.calls.map(([task]) => task() as object)
+    .filter((task): task is { sourceFile: string } => 'sourceFile' in task && typeof task.sourceFile === 'string')
   const readsOf = (path: string): number => readTasks().filter((task) => task.sourceFile === path).length
   const readPaths = (): string[] => [...new Set(readTasks().map((task) => task.sourceFile).filter((path) => path.startsWith(t.tempRoot)))]
 
