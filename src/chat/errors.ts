@@ -1,11 +1,11 @@
-/** Failures of the chat domain, by stable code; plugins/chat.ts says what each means over HTTP. */
-export class ConversationNotFound extends Error {
-  override name = 'ConversationNotFound'
-  readonly code = 'CONVERSATION_NOT_FOUND'
-}
+import { kind, ServiceError } from '../errors.ts'
 
-/** The conversation store cannot answer (Redis is away); the cause says why. */
-export class ConversationStoreUnavailable extends Error {
-  override name = 'ConversationStoreUnavailable'
-  readonly code = 'CONVERSATION_STORE_UNAVAILABLE'
+/** Unknown, expired, or another key's or user's: the same failure, so that none can be told apart. */
+export const ConversationNotFound = kind('CONVERSATION_NOT_FOUND', 'Conversation not found')
+
+/** The conversation store cannot answer (Redis is away). The message says what failed, for the log; the cause why. */
+export class ConversationStoreUnavailable extends ServiceError {
+  constructor (message: string, options?: ErrorOptions) {
+    super('CONVERSATION_STORE_UNAVAILABLE', message, { ...options, clientMessage: 'Conversations are unavailable; retry shortly' })
+  }
 }
