@@ -1,4 +1,3 @@
-import { AjvCompiler } from '@fastify/ajv-compiler'
 import type { FastifyError, FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
@@ -18,9 +17,6 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
   const chat = fastify.chatService
   const config = { rateLimit: perMinute(options.rateLimit) }
 
-  // JSON types as sent: `"message": 123` is a 400, not the string "123" (Fastify coerces types by default).
-  const externalSchemas = fastify.getSchemas() as Parameters<ReturnType<typeof AjvCompiler>>[0]
-  fastify.setValidatorCompiler(AjvCompiler()(externalSchemas, { customOptions: { coerceTypes: false } }))
   fastify.setErrorHandler(function (error: FastifyError) {
     if (error instanceof ConversationStoreUnavailable) fastify.metrics.conversationStoreErrors.inc()
     throw clearerValidationError(error)

@@ -1,5 +1,3 @@
-import { AjvCompiler } from '@fastify/ajv-compiler'
-import type { Ajv } from 'ajv'
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
@@ -39,14 +37,6 @@ export default async function metadataRoutes (fastify: FastifyInstance, options:
   await fastify.register(multipartUploads, { maxUploadBytes })
   await fastify.register(jsonImageBody, { maxImageBytes })
 
-  // Bodies as sent (`"image": ["data:…"]` is a 400, not coerced into a string); `?full=true` is still read as the
-  // boolean it documents.
-  const externalSchemas = fastify.getSchemas() as Parameters<ReturnType<typeof AjvCompiler>>[0]
-  // OpenAPI's `format: binary` marks the multipart file; the multipart plugin enforces what it means.
-  const plugins = [(ajv: Ajv) => ajv.addFormat('binary', true)]
-  const strict = AjvCompiler()(externalSchemas, { customOptions: { coerceTypes: false }, plugins })
-  const coercing = AjvCompiler()(externalSchemas, { customOptions: {}, plugins })
-  fastify.setValidatorCompiler((route) => route.httpPart === 'body' ? strict(route) : coercing(route))
   // Errors particular to this operation get the operation's own codes; the envelope plugin then renders them.
   fastify.setErrorHandler(function (error: FastifyError, request) {
     throw toMetadataError(multipartError(error, request), maxImageBytes, maxUploadBytes)

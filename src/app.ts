@@ -18,6 +18,7 @@ import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
 import securityHeaders, { HEADERS_WITHOUT_HOOKS } from '../plugins/security-headers.ts'
 import requestId, { REDACTED_LOG_PATHS, RequestLog, requestIdOf } from '../plugins/request-log.ts'
+import { compilersFactory } from '../plugins/validation.ts'
 
 export interface BuildOptions {
   /** Where the JSON log lines go; standard output by default. */
@@ -68,10 +69,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
       const url = request.url ?? '/'
       return url.startsWith(API_ALIAS_PREFIX) ? url.slice('/api'.length) : url
     },
-    ajv: {
-      // OpenAPI's `format: binary` marks the multipart file; the multipart plugin enforces what it means.
-      plugins: [(ajv) => ajv.addFormat('binary', true)]
-    }
+    schemaController: { compilersFactory }
   })
   // Only the media types the routes declare are parsed; anything else is a 415.
   app.removeContentTypeParser('text/plain')
