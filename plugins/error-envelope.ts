@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { HEADERS_WITHOUT_HOOKS } from './security-headers.ts'
+import { settleUnreadBody } from './unread-body.ts'
 import {
   BadRequestError,
   BodyTooLargeError,
@@ -148,6 +149,7 @@ function sendError (reply: FastifyReply, error: ServiceError): void {
   for (const [name, value] of SENT_HEADERS[error.code]) {
     if (!reply.hasHeader(name)) reply.header(name, value)
   }
+  settleUnreadBody(reply)
   reply.code(status).send(envelope(error))
 }
 
