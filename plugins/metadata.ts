@@ -11,7 +11,7 @@ import {
   MetadataQuery
 } from '../schemas/metadata.ts'
 import { ImageTooLargeError, NoImageError, TooManyFilesError, UnsupportedContentTypeError } from '../src/errors.ts'
-import { maxDataUriBodyBytes } from '../src/metadata/data-uri.ts'
+import { maxDataUriBodyBytes } from '../src/metadata/json-data-uri.ts'
 import { describeImage, type ImageDescription } from '../src/metadata/describe.ts'
 import type { StoredImage } from '../src/metadata/intake.ts'
 import { acceptedContentTypes } from './error-envelope.ts'
