@@ -5,6 +5,7 @@ import { commonErrors, errorResponse } from '../schemas/error.ts'
 import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams, TranscriptQuery } from '../schemas/chat.ts'
 import { ConversationStoreUnavailable } from '../src/chat/errors.ts'
 import { ValidationError } from '../src/errors.ts'
+import jsonBody from './json-body.ts'
 import { perMinute } from './rate-limit.ts'
 
 export interface ChatRoutesOptions {
@@ -17,6 +18,7 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
   const chat = fastify.chatService
   const config = { rateLimit: perMinute(options.rateLimit) }
 
+  await fastify.register(jsonBody)
   fastify.setErrorHandler(function (error: FastifyError) {
     if (error instanceof ConversationStoreUnavailable) fastify.metrics.conversationStoreErrors.inc()
     throw clearerValidationError(error)

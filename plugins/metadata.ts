@@ -40,8 +40,6 @@ type MetadataRequest = FastifyRequest<{ Querystring: { full?: boolean } }>
  */
 export default async function metadataRoutes (fastify: FastifyInstance, options: MetadataRoutesOptions): Promise<void> {
   const { maxImageBytes, maxUploadBytes } = options
-  // The JSON parser the service registers for every route reads the body whole: this route reads its own (below).
-  fastify.removeContentTypeParser('application/json')
   await fastify.register(scratch, { tempRoot: options.tempRoot })
   await fastify.register(multipartUploads, { maxUploadBytes })
 

@@ -10,7 +10,6 @@ import contentCredentials from '../plugins/content-credentials.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
 import idleCollection from '../plugins/idle-collection.ts'
-import jsonBody from '../plugins/json-body.ts'
 import metadataRoutes from '../plugins/metadata.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
@@ -71,15 +70,15 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     },
     schemaController: { compilersFactory }
   })
-  // Only the media types the routes declare are parsed; anything else is a 415.
-  app.removeContentTypeParser('text/plain')
+  // Only the media types the routes declare are parsed, by the routes that declare them (plugins/chat.ts,
+  // plugins/metadata.ts): anything else is a 415, and a request for no route is a 404 with its body left unread.
+  app.removeAllContentTypeParsers()
   if (connections.maxConnections > 0) app.server.maxConnections = connections.maxConnections
 
   await app.register(requestId)
   await app.register(errorEnvelope)
   await app.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs, apiPrefix: '/v1/' })
   await app.register(idleCollection, { afterMs: config.idleGcAfterMs, growthMb: config.idleGcGrowthMb })
-  await app.register(jsonBody)
   await app.register(securityHeaders)
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(docs, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })

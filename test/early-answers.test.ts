@@ -95,6 +95,8 @@ const CASES: Case[] = [
   { name: 'a chat body over 64 KiB', app: 'main', request: () => post('/v1/chat/send', { ...AUTH, 'content-type': 'application/json' }, Buffer.from(JSON.stringify({ message: 'a'.repeat(200_000), user_id: 'u' }))), status: 413, code: 'BODY_TOO_LARGE' },
   { name: 'text/plain to /v1/metadata, 2 MB', app: 'main', request: () => post('/v1/metadata', { ...AUTH, 'content-type': 'text/plain' }, Buffer.alloc(2 * MIB, 'x')), status: 415, code: 'UNSUPPORTED_CONTENT_TYPE' },
   { name: 'JSON to /v1/metadata/file, 2 MB', app: 'main', request: (f) => post('/v1/metadata/file', { ...AUTH, 'content-type': 'application/json' }, Buffer.from(JSON.stringify({ image: `data:image/jpeg;base64,${f.padded(2 * MIB).toString('base64')}` }))), status: 415, code: 'UNSUPPORTED_CONTENT_TYPE' },
+  { name: 'an unknown route, a body that is not JSON', app: 'main', request: () => post('/v1/nowhere', { ...AUTH, 'content-type': 'application/json' }, Buffer.from('this is not JSON')), status: 404, code: 'ROUTE_NOT_FOUND' },
+  { name: 'a wrong method, a body that is not JSON, no key', app: 'main', request: () => post('/v1/chat/send', { 'content-type': 'application/json' }, Buffer.from('{"message":'), 'PUT'), status: 404, code: 'ROUTE_NOT_FOUND' },
   { name: 'an unknown route, no key, a 2 MB upload', app: 'main', request: upload((f) => [{ name: 'image', filename: 'a.jpg', data: f.padded(2 * MIB) }], '/v1/uploads', {}), status: 404, code: 'ROUTE_NOT_FOUND' }
 ]
 
