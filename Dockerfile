@@ -1,6 +1,6 @@
 # The service's image: the official Node 24 image (slim), production dependencies only, Perl for ExifTool, the chat
 # model trained at build time, a non-root user, tini as PID 1 so that SIGTERM reaches Node, and node (not npm) as the
-# command. README "Deployment" tells how to run it; docker-compose.yml runs it behind the nginx gateway.
+# command. docs/deployment.md tells how to run it; docker-compose.yml runs it behind the nginx gateway.
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
@@ -35,5 +35,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 ENTRYPOINT ["/usr/bin/tini", "--"]
 # Node's flags as `npm start` gives them, and its MALLOC_MMAP_THRESHOLD_ above: a young generation of at most
 # 2 × 16 MB, no full collection below 100 MB of old generation, V8's gc for the idle collections, and large buffers
-# mapped apart from the C heap (README, "Configuration" and "Memory").
+# mapped apart from the C heap (docs/performance.md, "The start command").
 CMD ["node", "--max-semi-space-size=16", "--initial-old-space-size=100", "--expose-gc", "src/server.ts"]

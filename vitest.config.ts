@@ -1,20 +1,9 @@
-import { configDefaults, defineConfig } from 'vitest/config'
+import { globSync } from 'node:fs'
+import { defineConfig } from 'vitest/config'
 
-/**
- * Plain modules on their own: no ExifTool, Redis, child process, server or trained chat model. Named one by one, so
- * that a new test file is an integration test until it is moved here.
- */
-const UNIT = [
-  'test/content-credentials.test.ts',
-  'test/dialogue-policy.test.ts',
-  'test/error-envelope.test.ts',
-  'test/idle-collection.test.ts',
-  'test/intake.test.ts',
-  'test/json-image-body.test.ts',
-  'test/manifest-store-marker.test.ts',
-  'test/metadata-mapping.test.ts',
-  'test/model-cache.test.ts'
-]
+// A test is selected by its folder: one anywhere else would silently never run.
+const stray = globSync('test/**/*.test.ts', { cwd: import.meta.dirname }).filter((path) => !/^test\/(?:unit|integration)\//.test(path))
+if (stray.length > 0) throw new Error(`Move these into test/unit/ or test/integration/: ${stray.join(', ')}`)
 
 export default defineConfig({
   test: {
@@ -37,16 +26,17 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          // Plain modules on their own: no ExifTool, Redis, child process, server or trained chat model.
           name: 'unit',
-          include: UNIT
+          include: ['test/unit/**/*.test.ts']
         }
       },
       {
         extends: true,
         test: {
+          // The service's real parts: ExifTool, Redis, servers, child processes, the trained chat model.
           name: 'integration',
-          include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...UNIT],
+          include: ['test/integration/**/*.test.ts'],
           // The chat model is trained into its cache once, before the files that need it run side by side.
           globalSetup: ['test/support/global-setup.ts'],
           // Every test file builds its own app and ExifTool pool, in a process of its own.

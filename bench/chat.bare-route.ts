@@ -11,7 +11,7 @@ import { Type } from '@sinclair/typebox'
 import Fastify from 'fastify'
 import requestId, { REDACTED_LOG_PATHS, RequestLog, requestIdOf } from '../plugins/request-log.ts'
 import { ChatContext, ChatLink, ChatReply, ChatRequest } from '../schemas/chat.ts'
-import { serveCommands } from './support/processes.ts'
+import { serveCommands } from '../test/support/processes.ts'
 
 const LINK = 'https://shop.example.com/orders/A-10042/tracking'
 

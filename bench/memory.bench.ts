@@ -2,15 +2,16 @@
  * The server's memory under large images: peak RSS while clients send 20 MB images (JSON data URIs, which the server
  * must hold whole; multipart, which it streams to disk), and RSS after a quiet spell, against the RSS it idled at.
  */
+import { randomBytes } from 'node:crypto'
+import { availableParallelism } from 'node:os'
 import { setTimeout as delay } from 'node:timers/promises'
-import { idleCollections } from '../test/support/servers.ts'
-import { Corpus, metadataRequest, postImage, type CorpusImage } from './support/corpus.ts'
+import { Corpus, metadataRequest, postImage, type CorpusImage } from '../test/support/corpus.ts'
+import { readTree } from '../test/support/proc.ts'
+import { idleCollections, startService } from '../test/support/servers.ts'
 import { load } from './support/load.ts'
 import type { Options } from './support/options.ts'
-import { startService } from './support/processes.ts'
 import type { PartResult } from './support/report.ts'
 import { compare, type Side, type Target } from './support/rounds.ts'
-import { readTree } from './support/sampler.ts'
 
 export default async function memory (options: Options): Promise<PartResult> {
   const corpus = await Corpus.create()
@@ -33,8 +34,7 @@ export default async function memory (options: Options): Promise<PartResult> {
         `sends one checked request, then takes ${options.memorySeconds} s of load from the clients, each sending ` +
         `the same ${image.bytes.length.toLocaleString('en')}-byte 6000×4000 camera JPEG over and over; RSS sampled every 50 ms (*peak*), ` +
         `and read again after ${options.idleSeconds} s without requests (*after*: the service's own idle collection has run, nothing ` +
-        'forced; then *after GC*, one forced ' +
-        'full collection later, with the JS heap it still uses). RSS is the Node ' +
+        'forced). RSS is the Node ' +
         'process\'s own; its ExifTool children are shown apart (their peak, together).'],
       comparisons: [comparison]
     }
@@ -56,23 +56,21 @@ async function settled (url: string): Promise<void> {
 }
 
 async function measure (image: CorpusImage, kind: 'data URI' | 'multipart', clients: number, options: Options): Promise<{ value: number, extras: Record<string, number> }> {
-  const service = await startService()
+  const apiKey = `bench-${randomBytes(12).toString('hex')}`
+  const service = await startService({ API_KEYS: apiKey, EXIFTOOL_PROCS: String(availableParallelism()), RATE_LIMIT_METADATA_PER_MIN: '0' }, { output: 'discard' })
   try {
     await settled(service.url)
     const idle = await readTree(service.pid)
-    const request = metadataRequest(image, kind, service.apiKey)
+    const request = metadataRequest(image, kind, apiKey)
     const check = await postImage(service.url, request)
     if (check.status !== 200) throw new Error(`${kind}: the service answered ${check.status}`)
     const name = `memory, ${clients} × ${kind}`
     const { requestsPerSecond, usage } = await load(name, { server: service, connections: clients, requests: [request], timeoutSeconds: 60, sampleMs: 50 }, options.memorySeconds)
     await delay(options.idleSeconds * 1000)
     const after = await readTree(service.pid)
-    const { heapUsed } = await service.call<NodeJS.MemoryUsage>('gc')
-    await delay(500)
-    const afterGc = await readTree(service.pid)
     return {
       value: usage.peakRssMB,
-      extras: { idleMB: idle.rssMB, afterMB: after.rssMB, afterRatio: after.rssMB / idle.rssMB, afterGcMB: afterGc.rssMB, heapAfterGcMB: heapUsed / 2 ** 20, rps: requestsPerSecond, exiftoolMB: usage.peakChildrenRssMB, cpu: usage.cpu, loadgen: usage.loadgen }
+      extras: { idleMB: idle.rssMB, afterMB: after.rssMB, afterRatio: after.rssMB / idle.rssMB, rps: requestsPerSecond, exiftoolMB: usage.peakChildrenRssMB, cpu: usage.cpu, loadgen: usage.loadgen }
     }
   } finally {
     await service.stop()

@@ -18,7 +18,7 @@ import multipart from '@fastify/multipart'
 import Fastify from 'fastify'
 import { MetadataExtractor } from '../src/metadata/extractor.ts'
 import type { ImageFormat } from '../src/metadata/formats.ts'
-import { serveCommands } from './support/processes.ts'
+import { serveCommands } from '../test/support/processes.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'bench-bare-upload-'))
 const extractor = new MetadataExtractor({ procs: Number(process.env['BENCH_PROCS']), taskTimeoutMs: 10_000, maxQueue: 100_000 })

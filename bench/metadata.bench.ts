@@ -3,15 +3,17 @@
  * URI) and, with the same number of ExifTool processes and no HTTP, the raw pool with the service's summary arguments;
  * on JPEGs also exiftool-vendored's default read(), a fresh exiftool per image, and exifr in-process.
  */
+import { randomBytes } from 'node:crypto'
 import { availableParallelism } from 'node:os'
+import { Corpus, metadataRequest, postImage, type CorpusImage } from '../test/support/corpus.ts'
+import { startSampling, waitQuiet } from '../test/support/proc.ts'
+import { forkChild, type Child, type Server } from '../test/support/processes.ts'
+import { startService } from '../test/support/servers.ts'
 import type { ReaderImage, ReaderMode, ReaderRun } from './metadata.readers.ts'
-import { Corpus, metadataRequest, postImage, type CorpusImage } from './support/corpus.ts'
 import { failures, httpSide } from './support/load.ts'
 import type { Options } from './support/options.ts'
-import { forkChild, startService, type Child } from './support/processes.ts'
 import type { PartResult } from './support/report.ts'
 import { compare, log, type Comparison, type Side } from './support/rounds.ts'
-import { startSampling, waitQuiet } from './support/sampler.ts'
 
 /** ExifTool processes on both sides: the service's default, one per core. */
 const PROCS = availableParallelism()
@@ -22,13 +24,15 @@ const BARE = 'bare upload route + raw pool'
 
 export default async function metadata (options: Options): Promise<PartResult> {
   const corpus = await Corpus.create()
-  const children: Child[] = []
+  const children: Server[] = []
   try {
     const small = await corpus.picture('jpeg', 'JPEG 640×480')
     const camera = await corpus.cameraJpeg('JPEG 4000×3000 (12 MP)', 4000, 3000, 20, 85)
     const others = [await corpus.picture('png', 'PNG 640×480'), await corpus.picture('webp', 'WebP 640×480'),
       await corpus.picture('heic', 'HEIC 640×480'), await corpus.picture('tiff', 'TIFF 640×480')]
-    const service = await startService({ EXIFTOOL_PROCS: String(PROCS) })
+    const apiKey = `bench-${randomBytes(12).toString('hex')}`
+    // As `npm start` runs it, its log lines to /dev/null; no rate limit.
+    const service = { ...await startService({ API_KEYS: apiKey, EXIFTOOL_PROCS: String(PROCS), RATE_LIMIT_METADATA_PER_MIN: '0' }, { output: 'discard' }), apiKey }
     children.push(service)
     const readers = {} as Record<ReaderMode, Child>
     for (const mode of ['pool', 'read', 'fresh', 'exifr', 'intake'] as const) {
@@ -39,20 +43,21 @@ export default async function metadata (options: Options): Promise<PartResult> {
     children.push(bare)
     const folder = options.images === undefined ? [] : await answered(service, await corpus.folder(options.images))
 
-    const http = (kind: 'multipart' | 'data URI', images: CorpusImage[], clients: number, peer: string, limit: number): Side =>
+    const http = (kind: 'multipart' | 'data URI', images: CorpusImage[], clients: number, peer: string, limit?: number): Side =>
       httpSide(`service, ${kind === 'data URI' ? 'JSON data URI' : kind}`, {
         server: service,
         connections: clients,
         requests: images.map((image) => metadataRequest(image, kind, service.apiKey)),
         peer,
-        targets: [{ metric: 'ratio', op: '≥', limit }]
+        ...limit === undefined ? {} : { targets: [{ metric: 'ratio' as const, op: '≥' as const, limit }] }
       })
     const comparisons: Comparison[] = []
-    const group = async (title: string, images: CorpusImage[], clients: number, limit: number, peers: boolean, intake = false): Promise<void> => {
+    // The issue's targets: multipart ≥ 0.9× the bare upload route, a JSON data URI ≥ 0.8× multipart.
+    const group = async (title: string, images: CorpusImage[], clients: number, peers: boolean, intake = false): Promise<void> => {
       // The user's images were checked by `answered` (they need not name a camera).
       if (images !== folder) await checkMakes(service, bare, readers, images, peers)
       const sides = [
-        http('multipart', images, clients, POOL, limit),
+        http('multipart', images, clients, BARE, 0.9),
         ...peers ? [http('data URI', images, clients, 'service, multipart', 0.8)] : [],
         bareSide(bare, service.apiKey, images, clients),
         readerSide(POOL, readers.pool, images, clients),
@@ -66,10 +71,10 @@ export default async function metadata (options: Options): Promise<PartResult> {
       comparisons.push(await compare(`${title}, ${clients} clients`, 'images/s', sides, options))
     }
     // --quick leaves out the 32-client runs.
-    for (const clients of options.quick ? [16] : [16, 32]) await group(small.name, [small], clients, 0.9, clients === 16)
-    for (const clients of options.quick ? [16] : [16, 32]) await group(camera.name, [camera], clients, 0.8, clients === 16, clients === 16)
-    for (const image of others) await group(image.name, [image], 16, 0.9, false)
-    if (folder.length > 0) await group(`${options.images} (${folder.length} images)`, folder, 16, 0.9, false)
+    for (const clients of options.quick ? [16] : [16, 32]) await group(small.name, [small], clients, clients === 16)
+    for (const clients of options.quick ? [16] : [16, 32]) await group(camera.name, [camera], clients, clients === 16, clients === 16)
+    for (const image of others) await group(image.name, [image], 16, false)
+    if (folder.length > 0) await group(`${options.images} (${folder.length} images)`, folder, 16, false)
 
     const kb = (image: CorpusImage): string => `${Math.round(image.bytes.length / 1024)} KB`
     return {
@@ -104,7 +109,7 @@ export default async function metadata (options: Options): Promise<PartResult> {
 }
 
 /** The user's images the service answers with 200 (others, say without metadata, would count as failed requests). */
-async function answered (service: Child & { apiKey: string }, images: CorpusImage[]): Promise<CorpusImage[]> {
+async function answered (service: Server & { apiKey: string }, images: CorpusImage[]): Promise<CorpusImage[]> {
   const kept: CorpusImage[] = []
   for (const image of images) {
     const { status } = await postImage(service.url, metadataRequest(image, 'multipart', service.apiKey))
@@ -134,7 +139,7 @@ function bareRequest (image: CorpusImage, apiKey: string): ReturnType<typeof met
 }
 
 /** One checked request or read per image and side first: a run of fast errors would otherwise look like a fine result. */
-async function checkMakes (service: Child & { apiKey: string }, bare: Child, readers: Record<ReaderMode, Child>, images: CorpusImage[], peers: boolean): Promise<void> {
+async function checkMakes (service: Server & { apiKey: string }, bare: Child, readers: Record<ReaderMode, Child>, images: CorpusImage[], peers: boolean): Promise<void> {
   const modes: ReaderMode[] = peers ? ['pool', 'read', 'fresh', 'exifr'] : ['pool']
   for (const image of images) {
     const kinds = peers ? ['multipart', 'data URI'] as const : ['multipart'] as const

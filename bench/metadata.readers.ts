@@ -21,8 +21,8 @@ import { Bench } from 'tinybench'
 import { MetadataExtractor } from '../src/metadata/extractor.ts'
 import { receiveImage } from '../src/metadata/intake.ts'
 import { summaryReadArgs } from '../src/metadata/tags.ts'
-import type { CorpusImage } from './support/corpus.ts'
-import { serveCommands } from './support/processes.ts'
+import type { CorpusImage } from '../test/support/corpus.ts'
+import { serveCommands } from '../test/support/processes.ts'
 
 export type ReaderMode = 'pool' | 'read' | 'fresh' | 'exifr' | 'intake'
 export type ReaderImage = Pick<CorpusImage, 'path' | 'format' | 'sized'>

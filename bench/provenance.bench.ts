@@ -9,14 +9,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { NODE_FLAGS } from '../test/support/servers.ts'
-import { Corpus, metadataRequest, postImage, type CorpusImage } from './support/corpus.ts'
+import { Corpus, metadataRequest, postImage, type CorpusImage } from '../test/support/corpus.ts'
+import type { Server } from '../test/support/processes.ts'
+import { startService } from '../test/support/servers.ts'
+import { median, quantile } from '../test/support/stats.ts'
 import { failures } from './support/load.ts'
 import type { Options } from './support/options.ts'
-import { spawnServer, type Server } from './support/processes.ts'
 import type { PartResult } from './support/report.ts'
 import { compare, type Side } from './support/rounds.ts'
-import { median, quantile } from './support/stats.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const KEY = 'bench-provenance-key'
@@ -59,10 +59,10 @@ export default async function provenance (options: Options): Promise<PartResult>
   try {
     await symlink(join(ROOT, 'node_modules'), join(worktree, 'node_modules'))
     const image = await corpus.cameraJpeg('JPEG 4000×3000', 4000, 3000, 20, 85)
-    const env = { PATH: process.env['PATH'] ?? '', API_KEYS: KEY, EXIFTOOL_PROCS: '1', RATE_LIMIT_METADATA_PER_MIN: '0', LOG_LEVEL: 'warn' }
-    const before = await spawnServer(process.execPath, [...NODE_FLAGS, 'src/server.ts'], { cwd: worktree, env })
+    const env = { API_KEYS: KEY, EXIFTOOL_PROCS: '1', RATE_LIMIT_METADATA_PER_MIN: '0', LOG_LEVEL: 'warn' }
+    const before = await startService(env, { cwd: worktree, output: 'discard' })
     servers.push(before)
-    const now = await spawnServer(process.execPath, [...NODE_FLAGS, 'src/server.ts'], { cwd: ROOT, env })
+    const now = await startService(env, { output: 'discard' })
     servers.push(now)
     const baseline = `before provenance (${revision})`
     const comparison = await compare('12 MP JPEG uploads, one at a time', 'ms', [

@@ -19,10 +19,13 @@ const RUNNERS: Record<PartName, (options: Options) => Promise<PartResult>> = { m
 
 const options = readOptions()
 const started = new Date()
-// Whatever hangs, the bench ends (and what it started with it: see support/processes.ts).
+const variables = Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')).map(([name, value]) => `${name}=${value} `)
+const args = process.argv.slice(2)
+const command = `${variables.join('')}npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`
+// Whatever hangs, the bench ends (and what it started with it: see test/support/processes.ts).
 setTimeout(() => { log('over its time budget; stopping'); process.exit(1) }, (options.quick ? 15 : 45) * 60_000).unref()
 
-const run: RunResult = { startedAt: started.toISOString(), minutes: 0, options, machine: await describeMachine(), parts: {}, failures }
+const run: RunResult = { command, startedAt: started.toISOString(), minutes: 0, options, machine: await describeMachine(), parts: {}, failures }
 log(`${run.machine.cpu}, ${run.machine.cores} cores, Node ${run.machine.node}, ExifTool ${run.machine.exiftool}; parts: ${options.parts.join(', ')}`)
 for (const name of options.parts) {
   const partStarted = performance.now()

@@ -1,5 +1,5 @@
 /**
- * npm run eval -- <file.csv>…: how well the assistant understands labelled messages (README "npm run eval").
+ * npm run eval -- <file.csv>…: how well the assistant understands labelled messages (docs/chat.md, "Evaluation").
  * Each CSV needs a header row with `utterance` and `intent` columns; other columns are ignored. The model is trained
  * from the domain pack (DOMAIN_PACK, or the default pack) exactly as the service trains it.
  *
@@ -12,7 +12,7 @@ import { loadEnglishWords } from '../src/chat/nlu/english.ts'
 import { DEFAULT_MODEL_CACHE, trainedForPack } from '../src/chat/nlu/model-cache.ts'
 import { DEFAULT_SEEDS, trainUnderstanding } from '../src/chat/nlu/training.ts'
 import { Understander } from '../src/chat/nlu/understand.ts'
-import { timeClassification } from './classification-timing.ts'
+import { timeClassification } from '../test/support/classification-timing.ts'
 
 const { values, positionals: files } = parseArgs({ allowPositionals: true, options: { spread: { type: 'string' } } })
 if (files.length === 0) {

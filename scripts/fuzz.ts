@@ -9,13 +9,13 @@
  *
  * 1. The base images (test/support/image-mutations.ts buildFuzzBases: every picture format, JPEG XL as codestream
  *    and container, every camera raw; a few KB each, made in code) are built here, before the server starts.
- * 2. The server runs in a child process (scripts/fuzz/service.ts, forked with bench/support/processes.ts), so this
+ * 2. The server runs in a child process (scripts/fuzz/service.ts, forked with test/support/processes.ts), so this
  *    load generator does not share its event loop: buildApp + loadConfig with a generated API key, the metadata rate
  *    limit off (120 a minute would refuse nearly every case), its scratch directory under a private temporary root,
  *    and the service's own defaults for everything else (EXIFTOOL_PROCS = CPU count, 10 s per image, queue 256,
  *    overload refusal at 1 s of event-loop delay, request logging at info, its lines kept in a file here to quote
  *    for failing cases).
- * 3. Case i of seed base S is the same on every run and machine (test/fuzz.test.ts runs cases 0..999 of seed base
+ * 3. Case i of seed base S is the same on every run and machine (test/integration/fuzz.test.ts runs cases 0..999 of seed base
  *    1): base i mod 29, mutation kind in turn, every parameter from a PRNG seeded by (S, i); about one in ten sent
  *    as a JSON data URI, the rest as multipart. Each answer must be < 500, JSON, in the error envelope with
  *    statusCode = the HTTP status when not 200; a request that throws (reset, hang-up) or gets no answer within

@@ -7,9 +7,9 @@
  *   npm run soak -- --memory-store        # conversations in memory instead of Redis
  *   npm run soak -- --capacity 400        # skip the probe: take 400 req/s as the capacity
  *
- * 1. The server runs in a child process, as the benchmarks start it (bench/support/processes.ts startService):
- *    buildApp + loadConfig with a generated API key, rate limits off, the service's other defaults (EXIFTOOL_PROCS =
- *    CPU count, overload refusal at 1 s event-loop delay, request logging on, its lines going nowhere), conversations
+ * 1. The server runs as `npm start` runs it (`node src/server.ts`, test/support/servers.ts startService) with a
+ *    generated API key, rate limits off, the service's other defaults (EXIFTOOL_PROCS = CPU count, overload refusal
+ *    at 1 s event-loop delay, request logging on, its lines to /dev/null), conversations
  *    in Redis under a unique REDIS_KEY_PREFIX (SCANned and deleted at the end) or in memory, scratch uploads under a
  *    private temporary directory removed at the end.
  * 2. Capacity probe: PROBE_WARMUP_SECONDS (discarded) then PROBE_SECONDS of the same mix, closed loop with
@@ -43,8 +43,8 @@ import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as delay } from 'node:timers/promises'
-import { startService } from '../bench/support/processes.ts'
-import { withinTime } from '../bench/support/time-limit.ts'
+import { withinTime } from '../test/support/processes.ts'
+import { startService } from '../test/support/servers.ts'
 import { ms, percent, round } from './soak/format.ts'
 import { makeImages } from './soak/images.ts'
 import { probe, soak, type ProbeResult } from './soak/phases.ts'
@@ -121,7 +121,7 @@ async function main (): Promise<void> {
 
   const dir = await mkdtemp(join(tmpdir(), 'chat-metadata-api-soak-'))
   const removeDir = (): void => { rmSync(dir, { recursive: true, force: true }) }
-  // On exit too: a signal may end the run before the clean-up steps (bench/support/processes.ts exits at once).
+  // On exit too: a signal may end the run before the clean-up steps (test/support/processes.ts exits at once).
   process.once('exit', removeDir)
   cleanups.push(removeDir)
   const scratchRoot = join(dir, 'server')
@@ -144,10 +144,13 @@ async function main (): Promise<void> {
 
   const service = await withinTime(startService({
     API_KEYS: apiKey,
+    EXIFTOOL_PROCS: String(availableParallelism()),
+    RATE_LIMIT_CHAT_PER_MIN: '0',
+    RATE_LIMIT_METADATA_PER_MIN: '0',
     TMPDIR: scratchRoot,
     CONVERSATION_TTL_SECONDS: String(CONVERSATION_TTL_SECONDS),
     ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisKeyPrefix })
-  }), 60_000, 'the server was not ready within 60 s')
+  }, { output: 'discard' }), 60_000, 'the server was not ready within 60 s')
   cleanups.push(() => service.stop())
   const server: SoakServer = { pid: service.pid, port: service.port, scratchRoot }
   const atReady = await sample(server, performance.now(), undefined)

@@ -25,47 +25,188 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 const DEFAULT_CONVERSATION_MAX_BYTES = 134_217_728
 const DEFAULT_CONVERSATION_MAX = 200_000
 
-/** The environment the service reads at start-up; README's configuration table mirrors this. */
-const EnvSchema = Type.Object({
-  NODE_ENV: Type.String({ default: 'development' }),
-  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
-  HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
-  WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
-  API_KEYS: Type.Optional(Type.String()),
-  API_KEYS_FILE: Type.Optional(Type.String({ minLength: 1 })),
-  LOG_LEVEL: Type.String({ default: 'info' }),
-  MAX_IMAGE_BYTES: Type.Integer({ minimum: 1, maximum: 1024 * 1024 * 1024, default: 26_214_400 }),
-  MAX_UPLOAD_BYTES: Type.Integer({ minimum: 1, maximum: 16 * 1024 * 1024 * 1024, default: 209_715_200 }),
-  C2PA_TRUST_ANCHORS: Type.Optional(Type.String({ minLength: 1 })),
-  C2PA_WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
-  C2PA_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
-  EXIFTOOL_PROCS: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
-  EXIFTOOL_TASK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
-  EXIFTOOL_MAX_QUEUE: Type.Integer({ minimum: 1, maximum: 100_000, default: 256 }),
-  TMPDIR: Type.Optional(Type.String({ minLength: 1 })),
-  DOMAIN_PACK: Type.Optional(Type.String({ minLength: 1 })),
-  DOMAIN_FILE: Type.Optional(Type.String()),
-  MODEL_CACHE_DIR: Type.Optional(Type.String()),
-  SUPPORT_BASE_URL: Type.String({ pattern: '^https?://[^\\s/]+', default: 'https://shop.example.com' }),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
-  REDIS_KEY_PREFIX: Type.String({ default: 'chat-metadata-api:' }),
-  CONVERSATION_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 31_536_000, default: 86_400 }),
-  CONVERSATION_MAX: Type.Integer({ minimum: 1, maximum: 10_000_000, default: DEFAULT_CONVERSATION_MAX }),
-  CONVERSATION_MAX_BYTES: Type.Integer({ minimum: 65_536, maximum: 64 * 1024 * 1024 * 1024, default: DEFAULT_CONVERSATION_MAX_BYTES }),
-  CONVERSATION_HISTORY: Type.Integer({ minimum: 2, maximum: 1000, default: 50 }),
-  TRUST_PROXY: Type.String({ default: 'false' }),
-  RATE_LIMIT_CHAT_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 600 }),
-  RATE_LIMIT_METADATA_PER_MIN: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 120 }),
-  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
-  REDIS_TIMEOUT_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
-  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 }),
-  IDLE_GC_AFTER_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 1000 }),
-  IDLE_GC_GROWTH_MB: Type.Integer({ minimum: 1, maximum: 65_536, default: 32 }),
-  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 3_600_000, default: 30_000 }),
-  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 10_000 }),
-  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 72_000 }),
-  MAX_CONNECTIONS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 1024 }),
-  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/]+(/[^\\s]*)?$' }))
+/**
+ * The environment the service reads at start-up. Each variable's `description` is its documentation:
+ * `npm run docs:config` writes docs/configuration.md from this schema, and a test fails when the two differ.
+ */
+export const EnvSchema = Type.Object({
+  NODE_ENV: Type.String({ default: 'development', description: 'With `production`, the service refuses to start without `API_KEYS` or `API_KEYS_FILE`; otherwise it generates one development key and logs it once.' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'Listen port.' }),
+  HOST: Type.String({ minLength: 1, default: '0.0.0.0', description: 'Listen address.' }),
+  WORKERS: Type.Integer({
+    minimum: 1,
+    maximum: 64,
+    default: 1,
+    description: 'Processes serving the API. Above 1 the process started becomes a node:cluster primary that forks this many workers onto the one port (docs/deployment.md, "Two process models"); needs `REDIS_URL`.'
+  }),
+  API_KEYS: Type.Optional(Type.String({ description: 'Comma-separated API keys. Default: none (see `NODE_ENV`).' })),
+  API_KEYS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'A file with one API key per line (a container secret); combined with `API_KEYS`. Unreadable, or without a key, stops start-up.' })),
+  LOG_LEVEL: Type.String({ default: 'info', description: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.' }),
+  MAX_IMAGE_BYTES: Type.Integer({
+    minimum: 1,
+    maximum: 1024 * 1024 * 1024,
+    default: 26_214_400,
+    description: 'Largest image sent as a JSON data URI (25 MiB); the JSON body may be what that image needs as base64, plus 4 KiB.'
+  }),
+  MAX_UPLOAD_BYTES: Type.Integer({
+    minimum: 1,
+    maximum: 16 * 1024 * 1024 * 1024,
+    default: 209_715_200,
+    description: 'Largest image sent as a multipart file (200 MiB: camera raw files are large). It streams to disk, so memory stays bounded; the gateway\'s `CLIENT_MAX_BODY_SIZE` must allow it.'
+  }),
+  C2PA_TRUST_ANCHORS: Type.Optional(Type.String({
+    minLength: 1,
+    description: 'A PEM file of root (or intermediate) certificates: a Content Credentials signer, or time-stamp authority, chaining to one is `trusted`. Default: none, so no signer is trusted. Unreadable, or without a certificate, stops start-up.'
+  })),
+  C2PA_WORKERS: Type.Integer({
+    minimum: 1,
+    maximum: 64,
+    default: 1,
+    description: 'Worker threads validating C2PA manifests (only files carrying one reach them). A thread starts with the first such file and ends after a minute without one.'
+  }),
+  C2PA_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 10_000,
+    description: 'Per-file limit for validating a manifest; past it the thread is ended and the request gets 503 `EXTRACTION_TIMEOUT` with `Retry-After`.'
+  }),
+  EXIFTOOL_PROCS: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 64,
+    description: 'ExifTool processes in the pool of each worker process. Default: the CPU count ÷ `WORKERS`, rounded, at least 1 (one per core for the machine).'
+  })),
+  EXIFTOOL_TASK_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 10_000,
+    description: 'Per-image limit; a child that exceeds it is replaced and the image tried once more.'
+  }),
+  EXIFTOOL_MAX_QUEUE: Type.Integer({
+    minimum: 1,
+    maximum: 100_000,
+    default: 256,
+    description: 'Images waiting for a free ExifTool process; beyond it requests get 503 `EXTRACTOR_BUSY` with `Retry-After`.'
+  }),
+  TMPDIR: Type.Optional(Type.String({ minLength: 1, description: 'Where the service makes its private (0700) scratch directory for uploads. Default: the operating system\'s.' })),
+  DOMAIN_PACK: Type.Optional(Type.String({
+    minLength: 1,
+    description: 'The chat domain pack: a directory (`responses.yaml` + `nlu/`) or one YAML or JSON file, checked at start-up (an invalid one stops the service, naming the file and place). Default: `domain/`.'
+  })),
+  DOMAIN_FILE: Type.Optional(Type.String({ description: 'The old name of `DOMAIN_PACK`: set, it stops start-up saying so.' })),
+  MODEL_CACHE_DIR: Type.Optional(Type.String({
+    description: 'Where trained chat models are cached, keyed by what trained them (`npm run train`, run by `npm ci`, fills it). Default: `node_modules/.cache/chat-metadata-api`. Empty: no cache, train at every start.'
+  })),
+  SUPPORT_BASE_URL: Type.String({
+    pattern: '^https?://[^\\s/]+',
+    default: 'https://shop.example.com',
+    description: '`{base}` of every link in chat replies (`http(s)://…`; a trailing `/` is dropped).'
+  }),
+  REDIS_URL: Type.Optional(Type.String({
+    pattern: '^rediss?://',
+    description: '`redis://…` or `rediss://…`: conversations and rate-limit counts in Redis, shared by replicas and kept across restarts. Default: none, in memory. A Redis that cannot be reached at start-up stops the service.'
+  })),
+  REDIS_KEY_PREFIX: Type.String({
+    default: 'chat-metadata-api:',
+    description: 'Prefix of the service\'s Redis keys: `<prefix>conversation:<id>` (the conversation without its history) and `<prefix>conversation:<id>:turns` (its turns), both with the conversation\'s TTL.'
+  }),
+  CONVERSATION_TTL_SECONDS: Type.Integer({
+    minimum: 60,
+    maximum: 31_536_000,
+    default: 86_400,
+    description: 'A conversation is forgotten this long after its last message (both stores).'
+  }),
+  CONVERSATION_MAX: Type.Integer({
+    minimum: 1,
+    maximum: 10_000_000,
+    default: DEFAULT_CONVERSATION_MAX,
+    description: 'In-memory store: conversations kept, the least recently used dropped first. It only guards against floods of tiny conversations: `CONVERSATION_MAX_BYTES` is the real limit.'
+  }),
+  CONVERSATION_MAX_BYTES: Type.Integer({
+    minimum: 65_536,
+    maximum: 64 * 1024 * 1024 * 1024,
+    default: DEFAULT_CONVERSATION_MAX_BYTES,
+    description: 'In-memory store: the conversations\' total size (128 MiB), counted from their text plus a fixed cost per turn and fact; the least recently used go first. Beyond a busy day of one replica, use Redis.'
+  }),
+  CONVERSATION_HISTORY: Type.Integer({
+    minimum: 2,
+    maximum: 1000,
+    default: 50,
+    description: 'Turns kept per conversation (a customer message and a reply are two turns).'
+  }),
+  TRUST_PROXY: Type.String({
+    default: 'false',
+    description: 'Which proxies\' `X-Forwarded-For`/`-Proto`/`-Host` to believe: `false`, `true` (every hop), a number of hops (`1` behind the compose gateway), or addresses and CIDR ranges (`10.0.0.0/8,::1`).'
+  }),
+  RATE_LIMIT_CHAT_PER_MIN: Type.Integer({
+    minimum: 0,
+    maximum: 1_000_000,
+    default: 600,
+    description: 'Requests per minute per API key on each chat route (counted in Redis when `REDIS_URL` is set, so shared by replicas); `0`: no limit.'
+  }),
+  RATE_LIMIT_METADATA_PER_MIN: Type.Integer({
+    minimum: 0,
+    maximum: 1_000_000,
+    default: 120,
+    description: 'The same for the metadata routes.'
+  }),
+  SHUTDOWN_GRACE_MS: Type.Integer({
+    minimum: 0,
+    maximum: 600_000,
+    default: 10_000,
+    description: 'On SIGTERM or SIGINT, how long requests in flight may take before the process exits anyway.'
+  }),
+  REDIS_TIMEOUT_MS: Type.Integer({
+    minimum: 10,
+    maximum: 60_000,
+    default: 1000,
+    description: 'A Redis command not answered in this time fails: chat answers 503 `CONVERSATION_STORE_UNAVAILABLE` with `Retry-After` at once, and `/health/ready` says not ready.'
+  }),
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({
+    minimum: 0,
+    maximum: 60_000,
+    default: 1000,
+    description: 'Over this mean event-loop delay the API answers 503 `OVERLOADED` with `Retry-After` and `/health/ready` says not ready (the probes and `/metrics` still answer); `0`: never.'
+  }),
+  IDLE_GC_AFTER_MS: Type.Integer({
+    minimum: 0,
+    maximum: 3_600_000,
+    default: 1000,
+    description: 'Once the event loop has been idle this long and resident memory has grown by `IDLE_GC_GROWTH_MB` since the last time, one memory-reducing garbage collection gives back what a burst of requests left (needs Node\'s `--expose-gc`, which `npm start` passes). `0`: never. docs/performance.md says why.'
+  }),
+  IDLE_GC_GROWTH_MB: Type.Integer({
+    minimum: 1,
+    maximum: 65_536,
+    default: 32,
+    description: 'The growth of resident memory since the last idle collection (or start-up) that makes the next one worth its pause: lower gives memory back after smaller bursts, at more pauses.'
+  }),
+  REQUEST_TIMEOUT_MS: Type.Integer({
+    minimum: 1000,
+    maximum: 3_600_000,
+    default: 30_000,
+    description: 'A request (headers and body) must arrive whole within this, else 408 `REQUEST_TIMEOUT` and the connection is closed.'
+  }),
+  HEADERS_TIMEOUT_MS: Type.Integer({
+    minimum: 1000,
+    maximum: 600_000,
+    default: 10_000,
+    description: 'The headers must arrive within this (at most `REQUEST_TIMEOUT_MS`); a connection that sends nothing is closed after it.'
+  }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({
+    minimum: 1000,
+    maximum: 600_000,
+    default: 72_000,
+    description: 'An idle keep-alive connection is closed after this (longer than the gateway\'s upstream keep-alive, so that the gateway closes first).'
+  }),
+  MAX_CONNECTIONS: Type.Integer({
+    minimum: 0,
+    maximum: 1_000_000,
+    default: 1024,
+    description: 'Open connections per process; more are closed at once. `0`: no cap.'
+  }),
+  PUBLIC_URL: Type.Optional(Type.String({
+    pattern: '^https?://[^\\s/]+(/[^\\s]*)?$',
+    description: 'Where clients reach the API (the gateway\'s URL), for the OpenAPI document\'s `servers`. Default: the URL the document was fetched at.'
+  }))
 })
 type Env = Static<typeof EnvSchema>
 

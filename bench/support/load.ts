@@ -1,17 +1,13 @@
 import { createRequire } from 'node:module'
-import type { Server } from './processes.ts'
+import type { HttpRequest } from '../../test/support/corpus.ts'
+import { startSampling, waitQuiet, type Usage } from '../../test/support/proc.ts'
 import type { Side, Target } from './rounds.ts'
-import { startSampling, waitQuiet, type Usage } from './sampler.ts'
 
-export interface HttpRequest {
-  method: 'POST' | 'GET'
-  path: string
-  headers: Record<string, string>
-  body?: string | Buffer
-}
+export type { HttpRequest }
 
 export interface LoadOptions {
-  server: Server
+  /** The process that serves, whose tree is sampled. */
+  server: { pid: number, url: string }
   connections: number
   /** What each connection sends, in turn; a function gives each connection (0, 1, …) its own list. */
   requests: HttpRequest[] | ((connection: number) => HttpRequest[])

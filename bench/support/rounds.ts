@@ -1,4 +1,4 @@
-import { median, spread, type Spread } from './stats.ts'
+import { median, spread, type Spread } from '../../test/support/stats.ts'
 
 /** One side's measurement in one round: its headline value, and figures shown beside it (medians over rounds). */
 export interface Sample {

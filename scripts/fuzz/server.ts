@@ -1,10 +1,8 @@
 /** The fuzzed server, as scripts/fuzz.ts sees it: started, asked for its state, checked for health, closed. */
 import { setTimeout as delay } from 'node:timers/promises'
-import { forkChild } from '../../bench/support/processes.ts'
-import { openFds } from '../../bench/support/proc.ts'
-import { readTree } from '../../bench/support/sampler.ts'
-import { withinTime } from '../../bench/support/time-limit.ts'
-import { isAlive, type FuzzBase } from '../../test/support/image-mutations.ts'
+import type { FuzzBase } from '../../test/support/image-mutations.ts'
+import { openFds, readTree } from '../../test/support/proc.ts'
+import { forkChild, isAlive, withinTime } from '../../test/support/processes.ts'
 
 /** ExifTool's 10 s per image, once more on a new child, and slack: an answer later than this is a hang. */
 export const REQUEST_TIMEOUT_MS = 60_000

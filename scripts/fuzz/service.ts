@@ -6,9 +6,9 @@
 import { createWriteStream } from 'node:fs'
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { serveCommands } from '../../bench/support/processes.ts'
 import { buildApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
+import { serveCommands } from '../../test/support/processes.ts'
 import type { ServerState } from './server.ts'
 
 const MB = 1024 * 1024

@@ -1,11 +1,11 @@
 /**
  * The soak's client: one request over node:http with a keep-alive agent, and its outcome. Not autocannon
- * (bench/support/load.ts): its overallRate paces each connection, not one arrival stream, and it cannot follow the
+ * (the bench's): its overallRate paces each connection, not one arrival stream, and it cannot follow the
  * conversation ids it gets back.
  */
 import { Agent, request as httpRequest } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import type { HttpRequest } from '../../bench/support/load.ts'
+import type { HttpRequest } from '../../test/support/corpus.ts'
 import { IN_FLIGHT_CAP, REQUEST_TIMEOUT_MS, type Kind } from './settings.ts'
 
 /** A request of the mix, and what its answer must be. */

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import sharp from 'sharp'
-import type { CorpusImage } from '../../bench/support/corpus.ts'
+import type { CorpusImage } from '../../test/support/corpus.ts'
 import { CAMERA_TAGS, ImageFactory, type FixtureTags } from '../../test/support/images.ts'
 
 export interface SoakImage extends CorpusImage {

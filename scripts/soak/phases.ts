@@ -4,7 +4,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { setTimeout as delay } from 'node:timers/promises'
-import { quantile } from '../../bench/support/stats.ts'
+import { quantile } from '../../test/support/stats.ts'
 import { newAgent, send } from './client.ts'
 import { Recorder, type Interval } from './recorder.ts'
 import { sample, type Sample, type SoakServer } from './server-state.ts'

@@ -2,8 +2,7 @@
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { childProcesses, machineCpu, openFds, readStat, TICKS_PER_SECOND } from '../../bench/support/proc.ts'
-import { readTree } from '../../bench/support/sampler.ts'
+import { childProcesses, machineCpu, openFds, readStat, readTree, TICKS_PER_SECOND } from '../../test/support/proc.ts'
 
 export interface SoakServer {
   pid: number

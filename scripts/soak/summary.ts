@@ -1,5 +1,5 @@
 /** The soak's figures: per interval, per minute, per request kind, and the verdicts. */
-import { quantile } from '../../bench/support/stats.ts'
+import { quantile } from '../../test/support/stats.ts'
 import { mb, ms, signedPercent } from './format.ts'
 import type { SoakRun } from './phases.ts'
 import type { Interval } from './recorder.ts'

@@ -1,6 +1,5 @@
 /** The soak's traffic: what the next request of the mix is, and what answer it must get. */
-import { metadataRequest } from '../../bench/support/corpus.ts'
-import type { HttpRequest } from '../../bench/support/load.ts'
+import { metadataRequest, type HttpRequest } from '../../test/support/corpus.ts'
 import { Rng } from '../../test/support/rng.ts'
 import { parseJson, type Planned } from './client.ts'
 import { GENERIC_FOLLOW_UPS, NAMES, ORDER_ANSWERS, TOPICS, type Topic } from './conversations.ts'

@@ -1,5 +1,5 @@
 // A deterministic, seeded mutation engine for fuzzing POST /v1/metadata, and the parts of the fuzz harness shared
-// by test/fuzz.test.ts (1,000 cases) and scripts/fuzz.ts (the long run): the base images, the case plan, the HTTP
+// by test/integration/fuzz.test.ts (1,000 cases) and scripts/fuzz.ts (the long run): the base images, the case plan, the HTTP
 // call and the judgement of each answer.
 //
 // Every case is reproducible from (seed base, case index): the index picks the base image and the mutation kind,
@@ -1005,7 +1005,7 @@ function le32 (value: number): Buffer {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The fuzz harness: base images, the case plan, the HTTP call and the judgement (test/fuzz.test.ts, scripts/fuzz.ts)
+// The fuzz harness: base images, the case plan, the HTTP call and the judgement (test/integration/fuzz.test.ts, scripts/fuzz.ts)
 
 /** One valid image every case of its format starts from. `name` tells the two JPEG XL forms apart. */
 export interface FuzzBase {
@@ -1172,5 +1172,5 @@ export function serverLogFor (logLines: Iterable<string>, requestId: string): st
 }
 
 /** The live child processes of `pid`, with their command names (Linux: /proc). */
-export { childProcesses as childProcessesOf } from '../../bench/support/proc.ts'
+export { childProcesses as childProcessesOf } from './proc.ts'
 export { isAlive } from './processes.ts'

@@ -7,7 +7,7 @@ import { load as parseYaml } from 'js-yaml'
 import { linkValueNames, ReplyTemplate, TemplateSyntaxError } from '../replies/templates.ts'
 import { DomainPack, NluFile } from './schema.ts'
 
-/** The pack that ships with the service: `domain/` (README: "The domain pack"). */
+/** The pack that ships with the service: `domain/` (docs/chat.md, "The domain pack"). */
 export const DEFAULT_DOMAIN_PACK = fileURLToPath(new URL('../../../domain', import.meta.url))
 
 /** Values every reply can use, from the pack's policies. */

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { INTENTS } from '../intents.ts'
 
 /**
- * The domain pack's shape: everything the assistant knows and says, as data (README: "The domain pack"). On disk it is
+ * The domain pack's shape: everything the assistant knows and says, as data (docs/chat.md, "The domain pack"). On disk it is
  * a directory (`responses.yaml` plus `nlu/*.yaml`, see load.ts) or one YAML/JSON file of this merged shape.
  */
 

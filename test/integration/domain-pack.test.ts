@@ -1,0 +1,192 @@
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { dump } from 'js-yaml'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { checkDomainPack, DEFAULT_DOMAIN_PACK, DomainPackError, loadDomainPack } from '../../src/chat/domain-pack/load.ts'
+import { INTENTS } from '../../src/chat/intents.ts'
+import { ReplyRenderer } from '../../src/chat/replies/renderer.ts'
+import { ReplyTemplate, renderLinkUrl } from '../../src/chat/replies/templates.ts'
+import { API_KEY, createTestApp, TEST_CHAT_CONFIG } from '../support/app.ts'
+
+let dir: string
+/** The default pack merged into one object, as a single-file pack holds it. */
+let original: Record<string, any>
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'chat-metadata-api-domain-'))
+  original = structuredClone(loadDomainPack()) as Record<string, any>
+})
+
+afterAll(async () => { await rm(dir, { recursive: true, force: true }) })
+
+function variant (change: (pack: Record<string, any>) => void): Record<string, any> {
+  const copy = structuredClone(original)
+  change(copy)
+  return copy
+}
+
+describe('the default domain pack', () => {
+  it('is valid and covers every intent of the catalogue', () => {
+    const pack = loadDomainPack()
+    expect(Object.keys(pack.intents).sort()).toEqual([...INTENTS].sort())
+    expect(pack.policies.return_window_days).toBe(30)
+  })
+
+  it('has several reply templates for every intent', () => {
+    for (const [name, intent] of Object.entries(loadDomainPack().intents) as Array<[string, { replies: { default: string[] } }]>) {
+      expect(intent.replies.default.length, name).toBeGreaterThanOrEqual(2)
+    }
+  })
+})
+
+describe('a domain pack that is wrong stops start-up, naming the place', () => {
+  it.each([
+    ['a missing intent', (pack: Record<string, any>) => { delete pack['intents']['track_refund'] }, '/intents/track_refund Expected required property'],
+    ['an intent outside the catalogue', (pack: Record<string, any>) => { pack['intents']['sell_stocks'] = pack['intents']['greeting'] }, '/intents'],
+    ['a policy of the wrong type', (pack: Record<string, any>) => { pack['policies']['return_window_days'] = 'thirty' }, '/policies/return_window_days'],
+    ['a link that is not under {base}', (pack: Record<string, any>) => { pack['links']['contact'].url = 'https://evil.example/contact' }, '/links/contact/url'],
+    ['a reply naming an unknown link', (pack: Record<string, any>) => { pack['intents']['review'].replies.default.push('See {link:nowhere}') }, 'unknown link "nowhere"'],
+    ['an unclosed optional part', (pack: Record<string, any>) => { pack['intents']['review'].replies.default.push('Thanks [{customer_name}') }, '"[" without "]"'],
+    ['an order intent that cannot ask for the order', (pack: Record<string, any>) => { delete pack['intents']['track_order'].replies.ask_order }, '/intents/track_order/replies/ask_order is required'],
+    ['an intent with nothing to say without context', (pack: Record<string, any>) => { pack['intents']['review'].replies.default = ['Thanks {customer_name}!'] }, '/intents/review/replies/default needs a template'],
+    ['replies for a situation the intent does not have', (pack: Record<string, any>) => { pack['intents']['review'].replies.broken_item = ['Sorry!'] }, '/intents/review/replies/broken_item: no such situation'],
+    ['a situation with too few examples', (pack: Record<string, any>) => { pack['intents']['review'].situations = { stars: ['five stars'] } }, '/intents/review/situations/stars']
+  ])('%s', (_case, change, message) => {
+    expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(DomainPackError)
+    expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(message)
+  })
+
+  it('a file that is not YAML', async () => {
+    const file = join(dir, 'broken.yaml')
+    await writeFile(file, 'name: [unclosed')
+    expect(() => loadDomainPack(file)).toThrow(/broken\.yaml is not valid YAML or JSON/)
+  })
+
+  it('a file that does not exist', () => {
+    expect(() => loadDomainPack(join(dir, 'missing.json'))).toThrow(/missing\.json cannot be read \(ENOENT\)/)
+  })
+
+  it('a pack directory without responses.yaml', async () => {
+    const empty = await mkdtemp(join(dir, 'empty-'))
+    expect(() => loadDomainPack(empty)).toThrow(/responses\.yaml cannot be read \(ENOENT\)/)
+  })
+
+  it.each([
+    ['an intent outside the catalogue', 'intent: sell_stocks\nexamples: [buy shares]\n', /nlu\/extra\.yaml is invalid: \/intent/],
+    ['examples that are not text', 'intent: review\nexamples: [[1, 2]]\n', /nlu\/extra\.yaml is invalid: \/examples\/0/],
+    ['an unknown member', 'intent: review\nexample: [nice]\n', /nlu\/extra\.yaml is invalid/]
+  ])('an nlu file with %s, naming the file', async (_case, text, message) => {
+    const copy = await mkdtemp(join(dir, 'pack-'))
+    await cp(DEFAULT_DOMAIN_PACK, copy, { recursive: true })
+    await writeFile(join(copy, 'nlu', 'extra.yaml'), text)
+    expect(() => loadDomainPack(copy)).toThrow(DomainPackError)
+    expect(() => loadDomainPack(copy)).toThrow(message)
+  })
+})
+
+describe('a pack directory', () => {
+  it('adds the examples of every nlu file to the intent it names', async () => {
+    const copy = await mkdtemp(join(dir, 'pack-'))
+    await cp(DEFAULT_DOMAIN_PACK, copy, { recursive: true })
+    await writeFile(join(copy, 'nlu', 'more-reviews.yaml'), dump({ intent: 'review', examples: ['I would give the kettle five stars'] }))
+    const pack = loadDomainPack(copy)
+    const before: string[] = original['intents']['review'].examples
+    expect(pack.intents.review.examples).toHaveLength(before.length + 1)
+    expect(pack.intents.review.examples).toEqual(expect.arrayContaining([...before, 'I would give the kettle five stars']))
+  })
+})
+
+describe('DOMAIN_PACK', () => {
+  it('a JSON pack with its own policies changes what the assistant says', async () => {
+    const file = join(dir, 'shop.json')
+    await writeFile(file, JSON.stringify(variant((pack) => {
+      pack['policies']['return_window_days'] = 14
+      pack['policies']['payment_methods'] = ['Visa', 'cash on delivery']
+    })))
+    const t = await createTestApp({
+      chat: { ...TEST_CHAT_CONFIG, domainPack: file, supportBaseUrl: 'https://help.example.org', redisKeyPrefix: 'x:', conversationTtlMs: 60_000, maxConversations: 10, historyLimit: 10 }
+    })
+    try {
+      const send = async (message: string, context: Record<string, string> = {}): Promise<{ reply: string, links: Array<{ url: string }> }> =>
+        (await t.app.inject({ method: 'POST', url: '/v1/chat/send', headers: { authorization: `Bearer ${API_KEY}` }, payload: { message, user_id: 'u', context } })).json()
+      expect((await send('what payment methods do you accept')).reply).toContain('Visa and cash on delivery')
+      const refund = await send('I want a refund', { order_id: 'Z-1', purchase_date: new Date(Date.now() - 20 * 86_400_000).toISOString().slice(0, 10) })
+      expect(refund.reply).toMatch(/14-day refund window ended/)
+      expect(refund.links.map((link) => link.url)).toContain('https://help.example.org/contact')
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('a single YAML file, a JSON file and the directory are the same pack', async () => {
+    const yaml = join(dir, 'same.yaml')
+    const json = join(dir, 'same.json')
+    await writeFile(yaml, dump(original))
+    await writeFile(json, JSON.stringify(original))
+    expect(loadDomainPack(yaml)).toEqual(loadDomainPack())
+    expect(loadDomainPack(json)).toEqual(loadDomainPack())
+  })
+})
+
+describe('reply templates', () => {
+  const links = new Map([['tracking', { name: 'tracking', label: 'Track', url: 'https://s/orders/A-1/tracking' }]])
+
+  it('fills values and links, and lists the links it used', () => {
+    const template = new ReplyTemplate('Order {order_id}: {link:tracking}')
+    expect(template.render(new Map([['order_id', 'A-1']]), links)).toEqual({
+      text: 'Order A-1: https://s/orders/A-1/tracking',
+      links: [{ name: 'tracking', label: 'Track', url: 'https://s/orders/A-1/tracking' }]
+    })
+    // Both the value and the link are particular to the conversation; neither is general.
+    expect(template.specificity({ value: () => true, link: () => true }, new Set())).toBe(2)
+  })
+
+  it('is not used when a required value is unknown', () => {
+    expect(new ReplyTemplate('Order {order_id} is on its way').render(new Map(), links)).toBeUndefined()
+  })
+
+  it('leaves out an optional part whose value is unknown', () => {
+    const template = new ReplyTemplate('Hello[ {customer_name}]!')
+    expect(template.render(new Map(), links)?.text).toBe('Hello!')
+    expect(template.render(new Map([['customer_name', 'Ana']]), links)?.text).toBe('Hello Ana!')
+  })
+
+  it('URL-encodes context values in links', () => {
+    expect(renderLinkUrl('{base}/orders/{order_id}', 'https://s', new Map([['order_id', 'A 1/../x?y']])))
+      .toBe('https://s/orders/A%201%2F..%2Fx%3Fy')
+    expect(renderLinkUrl('{base}/orders/{order_id}', 'https://s', new Map())).toBeUndefined()
+  })
+})
+
+describe('every reply of the default pack reads well', () => {
+  // Rendered with everything a conversation can know, so that every optional part shows.
+  const pack = loadDomainPack()
+  const renderer = new ReplyRenderer(pack, { baseUrl: 'https://shop.example.com' })
+  const facts = { order_id: 'A-10042', purchase_date: '2026-11-02', email: 'jo@example.com', customer_name: 'Jo' }
+  const templates = [
+    ...Object.entries(pack.intents).flatMap(([intent, definition]) =>
+      Object.entries(definition.replies).flatMap(([situation, sources]) => sources.map((source) => [`${intent}/${situation}`, source] as const))),
+    ...Object.entries(pack.fallback).flatMap(([name, sources]) => sources.map((source) => [`fallback/${name}`, source] as const))
+  ]
+
+  it.each(templates)('%s: %s', (_where, source) => {
+    const reply = renderer.render({ groups: [[source]], facts, today: '2026-11-20' })
+    expect(reply).toBeDefined()
+    const text = reply!.text
+    // No two links with nothing but spaces or punctuation between them.
+    expect(text).not.toMatch(/https?:\/\/\S+[\s.,;:]*https?:\/\//)
+    // Parentheses balanced and never nested (policy values have their own, as delivery options do).
+    let depth = 0
+    for (const character of text) {
+      depth += character === '(' ? 1 : character === ')' ? -1 : 0
+      expect(depth).toBeGreaterThanOrEqual(0)
+      expect(depth).toBeLessThanOrEqual(1)
+    }
+    expect(depth).toBe(0)
+    // A sentence, not a fragment: it starts with a capital letter or a value, and ends with punctuation or a link.
+    expect(text).toMatch(/^[A-Z"0-9{]/)
+    expect(text).toMatch(/([.!?)]|https?:\/\/\S+)$/)
+    expect(text).not.toMatch(/\s[.,;:]|\.\.|\s{2}/)
+  })
+})
