@@ -2,7 +2,7 @@
  * A JSON body `{"image": "data:image/<subtype>;base64,<data>"}` read as it arrives, in one pass and bounded memory,
  * whatever its size: `JsonDataUri` below, made of a streaming JSON scanner and a streaming data URI decoder. It knows
  * nothing of files, HTTP or the intake (src/metadata/json-image-body.ts puts it to work), and only the service's
- * error family of the rest of the project; test/json-data-uri.test.ts holds it to `JSON.parse` and
+ * error family of the rest of the project; test/unit/json-data-uri.test.ts holds it to `JSON.parse` and
  * `Buffer.from(…, 'base64')` on random bodies.
  */
 import { ForbiddenKeyError, ImageTooLargeError, InvalidBase64Error, InvalidDataUriError, InvalidJsonError, NoImageError, NotAnImageMediaTypeError, ValidationError } from '../errors.ts'
