@@ -144,7 +144,7 @@ function space (rng: Rng): string {
 }
 
 function uri (rng: Rng): string {
-  const bytes = rng.bytes(rng.chance(0.05) ? 0 : rng.chance(0.3) ? rng.range(1, 20) : rng.range(21, 4000))
+  const bytes = rng.bytes(rng.chance(0.05) ? 0 : rng.chance(0.3) ? rng.range(1, 20) : rng.range(21, 1500))
   let data = bytes.toString('base64')
   if (rng.chance(0.2)) data = data.replace(/=+$/, '')
   if (rng.chance(0.3)) {
@@ -235,10 +235,10 @@ function misaligned (rng: Rng, bytes: Buffer): Buffer {
 }
 
 describe('the JSON data URI reader against JSON.parse and Buffer.from', () => {
-  it('agrees on 5,000 random bodies, valid and damaged, however they are cut', () => {
+  it('agrees on 3,000 random bodies, valid and damaged, however they are cut', () => {
     const rng = new Rng(20261126)
     const seen = new Map<string, number>()
-    for (let round = 0; round < 5000; round++) {
+    for (let round = 0; round < 3000; round++) {
       const bytes = misaligned(rng, body(rng))
       const expected = reference(bytes)
       const outcome = streamed(bytes, cuts(rng, bytes.length))
@@ -249,9 +249,9 @@ describe('the JSON data URI reader against JSON.parse and Buffer.from', () => {
     // Every outcome was reached, most of them many times: the bodies test what they are meant to.
     for (const kind of ['accepted', 'INVALID_JSON', 'FORBIDDEN_KEY', 'VALIDATION_ERROR', 'no image', 'image is no string', 'body is no object',
       'NO_IMAGE', 'INVALID_DATA_URI', 'NOT_AN_IMAGE_MEDIA_TYPE', 'INVALID_BASE64']) {
-      expect(seen.get(kind) ?? 0, `${kind}: ${JSON.stringify([...seen])}`).toBeGreaterThan(kind === 'VALIDATION_ERROR' || kind === 'body is no object' ? 5 : 40)
+      expect(seen.get(kind) ?? 0, `${kind}: ${JSON.stringify([...seen])}`).toBeGreaterThan(kind === 'VALIDATION_ERROR' || kind === 'body is no object' ? 10 : 25)
     }
-    expect(seen.get('accepted')).toBeGreaterThan(1500)
+    expect(seen.get('accepted')).toBeGreaterThan(900)
   })
 
   it('agrees on the size limit: an image of the limit is taken, one byte more is refused', () => {
