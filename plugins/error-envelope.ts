@@ -203,7 +203,7 @@ function isClientFault (error: FastifyError): boolean {
 }
 
 /** The media types a route's body schema declares (its OpenAPI request bodies), JSON when it declares none. */
-export function acceptedContentTypes (request: FastifyRequest): string[] {
+function acceptedContentTypes (request: FastifyRequest): string[] {
   const body = request.routeOptions.schema?.body as { content?: Record<string, unknown> } | undefined
   return body?.content === undefined ? ['application/json'] : Object.keys(body.content)
 }
