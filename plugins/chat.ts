@@ -1,12 +1,12 @@
-import { AjvCompiler } from '@fastify/ajv-compiler'
 import type { FastifyError, FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { commonErrors, errorResponse } from '../schemas/error.ts'
 import { CHAT_BODY_LIMIT, ChatReply, ChatRequest, ChatTranscript, ConversationParams, TranscriptQuery } from '../schemas/chat.ts'
-import { ConversationBusy, ConversationNotFound, ConversationStoreUnavailable } from '../src/chat/errors.ts'
+import { ConversationStoreUnavailable } from '../src/chat/errors.ts'
+import { ValidationError } from '../src/errors.ts'
+import jsonBody from './json-body.ts'
 import { perMinute } from './rate-limit.ts'
-import { ConversationBusyError, ConversationNotFoundError, ConversationStoreUnavailableError, ValidationError, withCause } from '../src/errors.ts'
 
 export interface ChatRoutesOptions {
   /** Requests per minute per API key on each chat route; 0: no limit. */
@@ -18,12 +18,10 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
   const chat = fastify.chatService
   const config = { rateLimit: perMinute(options.rateLimit) }
 
-  // JSON types as sent: `"message": 123` is a 400, not the string "123" (Fastify coerces types by default).
-  const externalSchemas = fastify.getSchemas() as Parameters<ReturnType<typeof AjvCompiler>>[0]
-  fastify.setValidatorCompiler(AjvCompiler()(externalSchemas, { customOptions: { coerceTypes: false } }))
+  await fastify.register(jsonBody)
   fastify.setErrorHandler(function (error: FastifyError) {
     if (error instanceof ConversationStoreUnavailable) fastify.metrics.conversationStoreErrors.inc()
-    throw toWireError(error)
+    throw clearerValidationError(error)
   })
 
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -100,16 +98,6 @@ export default async function chatRoutes (fastify: FastifyInstance, options: Cha
       turns: conversation.turns.map(({ role, text, intent, timestamp }) => ({ role, text, intent, timestamp }))
     }
   })
-}
-
-/** The chat domain's failures as the service's errors; the envelope renders them. */
-function toWireError (error: FastifyError): Error {
-  if (error instanceof ConversationNotFound) return new ConversationNotFoundError()
-  if (error instanceof ConversationBusy) return withCause(new ConversationBusyError(), error)
-  if (error instanceof ConversationStoreUnavailable) {
-    return withCause(new ConversationStoreUnavailableError(), error)
-  }
-  return clearerValidationError(error)
 }
 
 /** Validation messages that say the rule in words where ajv's would quote a pattern or a format name. */

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { HEADERS_WITHOUT_HOOKS } from './security-headers.ts'
+import { settleUnreadBody } from './unread-body.ts'
 import {
   BadRequestError,
   BodyTooLargeError,
@@ -17,60 +18,83 @@ import {
   type ErrorCode
 } from '../src/errors.ts'
 
-/** The one table from the service's codes to HTTP: each code's status, and the headers that go with it. */
-const STATUS: Record<ErrorCode, number> = {
-  NO_IMAGE: 400,
-  INVALID_DATA_URI: 400,
-  INVALID_BASE64: 400,
-  NOT_AN_IMAGE_MEDIA_TYPE: 400,
-  TOO_MANY_FILES: 400,
-  TOO_MANY_FIELDS: 400,
-  MALFORMED_MULTIPART: 400,
-  INVALID_JSON: 400,
-  FORBIDDEN_KEY: 400,
-  VALIDATION_ERROR: 400,
-  BAD_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  ROUTE_NOT_FOUND: 404,
-  CONVERSATION_NOT_FOUND: 404,
-  CONVERSATION_BUSY: 409,
-  REQUEST_TIMEOUT: 408,
-  IMAGE_TOO_LARGE: 413,
-  BODY_TOO_LARGE: 413,
-  FIELD_TOO_LARGE: 413,
-  UNSUPPORTED_CONTENT_TYPE: 415,
-  UNSUPPORTED_IMAGE_FORMAT: 415,
-  IMAGE_TOO_COMPLEX: 415,
-  IMAGE_LACKS_METADATA: 422,
-  RATE_LIMITED: 429,
-  HEADERS_TOO_LARGE: 431,
-  INTERNAL_ERROR: 500,
-  EXTRACTOR_BUSY: 503,
-  EXTRACTOR_UNAVAILABLE: 503,
-  EXTRACTION_TIMEOUT: 503,
-  CONVERSATION_STORE_UNAVAILABLE: 503,
-  OVERLOADED: 503,
-  NOT_READY: 503
+/**
+ * The headers an error answer can carry, as the OpenAPI document describes them (plugins/openapi.ts documents, under
+ * each error status of each operation, those of the codes with that status).
+ */
+const ERROR_HEADERS = {
+  'WWW-Authenticate': { description: 'The scheme to authenticate with', schema: { type: 'string', enum: ['Bearer'] } },
+  'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Limit': { description: 'Requests allowed per minute for this API key', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Remaining': { description: 'Requests left in the current minute', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Reset': { description: 'Seconds until the current minute ends', schema: { type: 'integer', minimum: 0 } }
+} as const
+type ErrorHeader = keyof typeof ERROR_HEADERS
+
+/** A header that the plugin refusing the request sets itself (the rate limit's, computed per key): only documented here. */
+const SET_BY_ITS_PLUGIN = null
+
+interface Wire {
+  status: number
+  /** Each header's value, unless the answer has it already; SET_BY_ITS_PLUGIN for one only documented. */
+  headers?: Partial<Record<ErrorHeader, string | null>>
 }
 
 /**
- * Headers each code brings. Every 503 says when to come back (the OpenAPI document promises it): the ExifTool pool
- * frees up within a second, Redis reconnects within two, a process that is not ready needs longer. A 429 and the
- * overload refusal carry the Retry-After their plugins computed.
+ * The one table from the service's codes to HTTP: each code's status, and the headers that go with it. Every 503 says
+ * when to come back (the OpenAPI document promises it): the ExifTool pool frees up within a second, Redis reconnects
+ * within two, a process that is not ready needs longer. A 429 and the overload refusal carry the Retry-After their
+ * plugins computed.
  */
-const HEADERS: Partial<Record<ErrorCode, Record<string, string>>> = {
-  UNAUTHORIZED: { 'www-authenticate': 'Bearer' },
-  CONVERSATION_BUSY: { 'retry-after': '1' },
-  EXTRACTOR_BUSY: { 'retry-after': '1' },
-  EXTRACTOR_UNAVAILABLE: { 'retry-after': '1' },
-  EXTRACTION_TIMEOUT: { 'retry-after': '1' },
-  CONVERSATION_STORE_UNAVAILABLE: { 'retry-after': '2' },
-  OVERLOADED: { 'retry-after': '2' },
-  NOT_READY: { 'retry-after': '5' }
+const WIRE: Record<ErrorCode, Wire> = {
+  NO_IMAGE: { status: 400 },
+  INVALID_DATA_URI: { status: 400 },
+  INVALID_BASE64: { status: 400 },
+  NOT_AN_IMAGE_MEDIA_TYPE: { status: 400 },
+  TOO_MANY_FILES: { status: 400 },
+  TOO_MANY_FIELDS: { status: 400 },
+  MALFORMED_MULTIPART: { status: 400 },
+  INVALID_JSON: { status: 400 },
+  FORBIDDEN_KEY: { status: 400 },
+  VALIDATION_ERROR: { status: 400 },
+  BAD_REQUEST: { status: 400 },
+  UNAUTHORIZED: { status: 401, headers: { 'WWW-Authenticate': 'Bearer' } },
+  ROUTE_NOT_FOUND: { status: 404 },
+  CONVERSATION_NOT_FOUND: { status: 404 },
+  CONVERSATION_BUSY: { status: 409, headers: { 'Retry-After': '1' } },
+  REQUEST_TIMEOUT: { status: 408 },
+  IMAGE_TOO_LARGE: { status: 413 },
+  BODY_TOO_LARGE: { status: 413 },
+  FIELD_TOO_LARGE: { status: 413 },
+  UNSUPPORTED_CONTENT_TYPE: { status: 415 },
+  UNSUPPORTED_IMAGE_FORMAT: { status: 415 },
+  IMAGE_TOO_COMPLEX: { status: 415 },
+  IMAGE_LACKS_METADATA: { status: 422 },
+  RATE_LIMITED: {
+    status: 429,
+    headers: { 'Retry-After': SET_BY_ITS_PLUGIN, 'RateLimit-Limit': SET_BY_ITS_PLUGIN, 'RateLimit-Remaining': SET_BY_ITS_PLUGIN, 'RateLimit-Reset': SET_BY_ITS_PLUGIN }
+  },
+  HEADERS_TOO_LARGE: { status: 431 },
+  INTERNAL_ERROR: { status: 500 },
+  EXTRACTOR_BUSY: { status: 503, headers: { 'Retry-After': '1' } },
+  EXTRACTOR_UNAVAILABLE: { status: 503, headers: { 'Retry-After': '1' } },
+  EXTRACTION_TIMEOUT: { status: 503, headers: { 'Retry-After': '1' } },
+  CONVERSATION_STORE_UNAVAILABLE: { status: 503, headers: { 'Retry-After': '2' } },
+  OVERLOADED: { status: 503, headers: { 'Retry-After': '2' } },
+  NOT_READY: { status: 503, headers: { 'Retry-After': '5' } }
 }
 
-export function statusOf (code: ErrorCode): number {
-  return STATUS[code]
+/** The headers to send with each code: the table's, with the values the envelope sets. */
+const SENT_HEADERS = Object.fromEntries(Object.entries(WIRE).map(([code, { headers = {} }]) =>
+  [code, Object.entries(headers).filter((entry): entry is [string, string] => entry[1] !== SET_BY_ITS_PLUGIN)])) as Record<ErrorCode, Array<[string, string]>>
+
+/** For the OpenAPI document: under each error status, the headers any code with that status carries. */
+export function errorHeadersByStatus (): Record<string, Record<string, unknown>> {
+  const byStatus: Record<string, Record<string, unknown>> = {}
+  for (const { status, headers = {} } of Object.values(WIRE)) {
+    for (const name of Object.keys(headers) as ErrorHeader[]) (byStatus[status] ??= {})[name] = ERROR_HEADERS[name]
+  }
+  return byStatus
 }
 
 /** Fastify's own failures, by its codes, as the service's: the client never sees a framework code or its echo. */
@@ -121,18 +145,18 @@ async function errorEnvelope (fastify: FastifyInstance): Promise<void> {
 }
 
 function sendError (reply: FastifyReply, error: ServiceError): void {
-  const statusCode = STATUS[error.code]
+  const { status } = WIRE[error.code]
   reply.request.logFields = { ...reply.request.logFields, code: error.code }
-  const headers = HEADERS[error.code]
-  for (const [name, value] of Object.entries(headers ?? {})) {
+  for (const [name, value] of SENT_HEADERS[error.code]) {
     if (!reply.hasHeader(name)) reply.header(name, value)
   }
-  reply.code(statusCode).send(envelope(error))
+  settleUnreadBody(reply)
+  reply.code(status).send(envelope(error))
 }
 
 function envelope (error: ServiceError): Record<string, unknown> {
-  const statusCode = STATUS[error.code]
-  return { ...error.details, statusCode, code: error.code, error: STATUS_CODES[statusCode] ?? 'Error', message: error.message }
+  const { status } = WIRE[error.code]
+  return { ...error.details, statusCode: status, code: error.code, error: STATUS_CODES[status] ?? 'Error', message: error.clientMessage }
 }
 
 /**
@@ -162,7 +186,8 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket,
       ? new RequestTimeoutError(seconds(timeouts.headersTimeoutMs), seconds(timeouts.requestTimeoutMs))
       : new BadRequestError('The request is not valid HTTP/1.1')
   const body = JSON.stringify(envelope(known))
-  socket.end(`HTTP/1.1 ${STATUS[known.code]} ${STATUS_CODES[STATUS[known.code]]}\r\n` +
+  const { status } = WIRE[known.code]
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
     'Content-Type: application/json; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     Object.entries(HEADERS_WITHOUT_HOOKS).map(([name, value]) => `${name}: ${value}\r\n`).join('') +
@@ -179,7 +204,7 @@ function isClientFault (error: FastifyError): boolean {
 }
 
 /** The media types a route's body schema declares (its OpenAPI request bodies), JSON when it declares none. */
-export function acceptedContentTypes (request: FastifyRequest): string[] {
+function acceptedContentTypes (request: FastifyRequest): string[] {
   const body = request.routeOptions.schema?.body as { content?: Record<string, unknown> } | undefined
   return body?.content === undefined ? ['application/json'] : Object.keys(body.content)
 }

@@ -9,7 +9,8 @@ import { ForbiddenKeyError, InvalidJsonError } from '../src/errors.ts'
  * prototype), but saying which key was refused rather than calling valid JSON invalid. Bytes that are not UTF-8 are
  * not JSON (RFC 8259 §8.1): decoding them would put U+FFFD in place of what the customer wrote, and the garbled
  * text would be answered and kept as if it had been sent. A `charset` parameter changes nothing (RFC 8259 §11).
- * The metadata routes replace it in their context with a streaming parser (plugins/json-image-body.ts).
+ * Registered by the routes that take such a body (plugins/chat.ts); the metadata route reads its own as it streams
+ * (plugins/json-image-body.ts).
  */
 async function jsonBody (fastify: FastifyInstance): Promise<void> {
   fastify.removeContentTypeParser('application/json')

@@ -10,7 +10,6 @@ import contentCredentials from '../plugins/content-credentials.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
 import idleCollection from '../plugins/idle-collection.ts'
-import jsonBody from '../plugins/json-body.ts'
 import metadataRoutes from '../plugins/metadata.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
@@ -18,6 +17,7 @@ import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
 import securityHeaders, { HEADERS_WITHOUT_HOOKS } from '../plugins/security-headers.ts'
 import requestId, { proxyTrust, REDACTED_LOG_PATHS, RequestLog, requestIdFrom } from '../plugins/request-log.ts'
+import { compilersFactory } from '../plugins/validation.ts'
 
 export interface BuildOptions {
   /** Where the JSON log lines go; standard output by default. */
@@ -65,20 +65,17 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
       const url = request.url ?? '/'
       return url.startsWith(API_ALIAS_PREFIX) ? url.slice('/api'.length) : url
     },
-    ajv: {
-      // OpenAPI's `format: binary` marks the multipart file; the multipart plugin enforces what it means.
-      plugins: [(ajv) => ajv.addFormat('binary', true)]
-    }
+    schemaController: { compilersFactory }
   })
-  // Only the media types the routes declare are parsed; anything else is a 415.
-  app.removeContentTypeParser('text/plain')
+  // Only the media types the routes declare are parsed, by the routes that declare them (plugins/chat.ts,
+  // plugins/metadata.ts): anything else is a 415, and a request for no route is a 404 with its body left unread.
+  app.removeAllContentTypeParsers()
   if (connections.maxConnections > 0) app.server.maxConnections = connections.maxConnections
 
   await app.register(requestId)
   await app.register(errorEnvelope)
   await app.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs, apiPrefix: '/v1/' })
   await app.register(idleCollection, { afterMs: config.idleGcAfterMs, growthMb: config.idleGcGrowthMb })
-  await app.register(jsonBody)
   await app.register(securityHeaders)
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(docs)

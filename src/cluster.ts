@@ -8,6 +8,7 @@ import type { EventEmitter } from 'node:events'
 import { pino, type Logger } from 'pino'
 import { AggregatorRegistry, type Registry } from 'prom-client'
 import type { ServerConfig } from './config.ts'
+import { removeScratchDirectoriesOf } from './scratch-directory.ts'
 
 /** A dead worker is replaced after this, doubled for each other death in the last RESTART_WINDOW_MS. */
 const RESTART_DELAY_MS = 100
@@ -69,6 +70,12 @@ export function runPrimary (config: ServerConfig): void {
     live.delete(worker)
     listening.delete(worker)
     const what = { worker: worker.id, workerPid: worker.process.pid, code, signal }
+    // A worker that died (killed, out of memory) left its scratch directory, and the uploads in it, behind.
+    try {
+      if (worker.process.pid !== undefined) removeScratchDirectoriesOf(config.tempRoot, worker.process.pid)
+    } catch (error) {
+      log.error({ ...what, err: error }, 'the worker\'s scratch directory could not be removed')
+    }
     if (stopping) {
       log.info(what, 'worker exited')
       // SIGTERM ends a worker that was still starting; any other end but 0 is a close that went wrong.

@@ -1,9 +1,9 @@
 import { format } from 'node:util'
 
 /**
- * Every failure the service reports on purpose, in one place: its stable `code` and the text people read. The
- * domain throws these; which HTTP status and headers each code gets is the wire's business, decided in one table
- * (plugins/error-envelope.ts).
+ * The one family of failures the service reports on purpose: each has a stable `code` and the text people read. The
+ * domain throws them (the chat's own are in src/chat/errors.ts); which HTTP status and headers each code gets is the
+ * wire's business, decided in one table (plugins/error-envelope.ts). Nothing here knows HTTP.
  */
 export type ErrorCode =
   | 'NO_IMAGE'
@@ -42,18 +42,21 @@ export type ErrorCode =
 /** A failure with a stable code; `details` are extra members of the answer (what could still be read of an image). */
 export class ServiceError extends Error {
   readonly code: ErrorCode
+  /** What people read: the message, unless the message names what failed for the log (a host, a command). */
+  readonly clientMessage: string
   details?: Record<string, unknown>
 
-  constructor (code: ErrorCode, message: string, options?: ErrorOptions) {
+  constructor (code: ErrorCode, message: string, options?: ErrorOptions & { clientMessage?: string }) {
     super(message, options)
     this.code = code
+    this.clientMessage = options?.clientMessage ?? message
   }
 }
 
 type ServiceErrorClass = new (...args: Array<string | number>) => ServiceError
 
 /** One error kind: `new ImageTooLargeError(limit)` formats the template with its arguments (util.format's %s, %d). */
-function kind (code: ErrorCode, template: string): ServiceErrorClass {
+export function kind (code: ErrorCode, template: string): ServiceErrorClass {
   const errorClass = class extends ServiceError {
     constructor (...args: Array<string | number>) {
       super(code, format(template, ...args))
@@ -77,8 +80,6 @@ export const BadRequestError = kind('BAD_REQUEST', '%s')
 export const UnauthorizedError = kind('UNAUTHORIZED', 'Unauthorized')
 export const KeyInUrlError = kind('UNAUTHORIZED', 'Unauthorized: send the API key in the Authorization header (Authorization: Bearer <key>), never in the URL')
 export const RouteNotFoundError = kind('ROUTE_NOT_FOUND', 'Route %s:%s not found')
-export const ConversationNotFoundError = kind('CONVERSATION_NOT_FOUND', 'Conversation not found')
-export const ConversationBusyError = kind('CONVERSATION_BUSY', 'Other messages to this conversation were being answered at the same time; send this one again after the Retry-After delay')
 export const RequestTimeoutError = kind('REQUEST_TIMEOUT', 'The request was not received in time: its headers must arrive within %s seconds, all of it within %s seconds')
 export const ImageTooLargeError = kind('IMAGE_TOO_LARGE', 'The image is larger than the limit of %d bytes')
 export const BodyTooLargeError = kind('BODY_TOO_LARGE', 'The request body is larger than the limit of %d bytes')
@@ -93,7 +94,6 @@ export const InternalError = kind('INTERNAL_ERROR', 'Internal Server Error')
 export const ExtractorBusyError = kind('EXTRACTOR_BUSY', 'Metadata extraction is at capacity; retry shortly')
 export const ExtractorUnavailableError = kind('EXTRACTOR_UNAVAILABLE', 'Metadata extraction is unavailable; retry shortly')
 export const ExtractionTimeoutError = kind('EXTRACTION_TIMEOUT', 'Metadata extraction did not finish in time; retry shortly')
-export const ConversationStoreUnavailableError = kind('CONVERSATION_STORE_UNAVAILABLE', 'Conversations are unavailable; retry shortly')
 export const OverloadedError = kind('OVERLOADED', 'The service is overloaded; retry after the Retry-After delay')
 export const NotReadyError = kind('NOT_READY', 'The service is not ready')
 

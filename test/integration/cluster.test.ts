@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { scratchDirectoryPrefix } from '../../src/scratch-directory.ts'
 import { childrenOf, residentBytes } from '../support/proc.ts'
 import { isAlive, runProcess, until } from '../support/processes.ts'
 import { deleteKeys, REDIS_URL } from '../support/redis.ts'
@@ -178,6 +179,54 @@ describe('WORKERS=2', () => {
     await until(() => tree.every((pid) => !isAlive(pid)), 100, 50)
     expect(new Set(said(service, 'closing').map((line) => line['pid']))).toEqual(new Set([service.child.pid, ...workers]))
     expect(said(service, 'worker exited').map((line) => line['code'])).toEqual([0, 0])
+  })
+})
+
+describe('WORKERS=2, a worker killed mid-upload', () => {
+  /** Each worker's scratch directory under the root, and the files in it. */
+  const scratch = async (workers: number[]): Promise<Map<number, string[] | undefined>> => {
+    const names = await readdir(scratchRoot)
+    return new Map(await Promise.all(workers.map(async (pid) => {
+      const own = names.find((name) => name.startsWith(scratchDirectoryPrefix(pid)))
+      return [pid, own === undefined ? undefined : await readdir(join(scratchRoot, own))] as const
+    })))
+  }
+
+  it('loses the upload, and the primary removes the worker\'s scratch directory with the partial file in it', async () => {
+    const service = await startService({ TMPDIR: scratchRoot, API_KEYS: KEY, WORKERS: '2', REDIS_URL, REDIS_KEY_PREFIX: PREFIX })
+    try {
+      const workers = await workersReady(service, 2)
+      // Half of a 2 MB upload, past the 512 KiB the intake holds before it opens the scratch file; the rest never comes.
+      const boundary = 'cluster-kill-boundary'
+      const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.jpg"\r\n\r\n`)
+      const upload = httpRequest({
+        host: '127.0.0.1',
+        port: service.port,
+        method: 'POST',
+        path: '/v1/metadata',
+        agent: false,
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + 2 * 1024 * 1024 }
+      })
+      upload.on('error', () => {})
+      upload.write(Buffer.concat([head, Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(1024 * 1024)]))
+      let receiving: number | undefined
+      await until(async () => {
+        receiving = [...(await scratch(workers))].find(([, files]) => (files ?? []).length > 0)?.[0]
+        return receiving !== undefined
+      }, 400, 25)
+      process.kill(receiving!, 'SIGKILL')
+      await until(() => said(service, 'worker exited unexpectedly').length === 1, 200, 25)
+      await until(async () => (await scratch([receiving!])).get(receiving!) === undefined, 200, 25)
+      upload.destroy()
+      // The other worker's is untouched.
+      const survivor = workers.find((pid) => pid !== receiving)!
+      expect((await scratch([survivor])).get(survivor)).toEqual([])
+    } finally {
+      await stopService(service)
+      await deleteKeys(PREFIX)
+    }
+    // Every directory of the service is gone once it has stopped.
+    expect((await readdir(scratchRoot)).filter((name) => name.startsWith('chat-metadata-api-'))).toEqual([])
   })
 })
 

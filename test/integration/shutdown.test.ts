@@ -1,12 +1,13 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { request as httpRequest } from 'node:http'
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { scratchDirectoryPrefix } from '../../src/scratch-directory.ts'
 import { CAMERA_TAGS, ImageFactory } from '../support/images.ts'
 import { isAlive, until } from '../support/processes.ts'
-import { startService } from '../support/servers.ts'
+import { startService, stopService } from '../support/servers.ts'
 
 // The real server process, started as a container would start it (`node src/server.ts`) and as `npm start` does,
 // stopped with SIGTERM while an upload is in flight.
@@ -109,5 +110,54 @@ describe.each([{ how: 'node' as const }, { how: 'npm' as const }])('SIGTERM to `
     // keep their own caches under TMPDIR).
     await until(() => tree.every((pid) => !isAlive(pid)), 100, 50)
     expect((await readdir(tempRoot)).filter((name) => name.startsWith('chat-metadata-api-'))).toEqual([])
+  })
+})
+
+describe('scratch directories', () => {
+  it('SIGTERM while a request hangs: the process exits when its grace runs out, and its scratch directory goes with it', async () => {
+    const server = await startService({ API_KEYS: KEY, TMPDIR: tempRoot, SHUTDOWN_GRACE_MS: '1000' })
+    // Half an upload, and no more ever: the request can only end with the process.
+    const upload = slowUpload(server.port)
+    upload.answer.catch(() => {})
+    await until(async () => (await scratchFiles()).length > 0, 200, 50)
+    server.child.kill('SIGTERM')
+    expect(await server.exited).toEqual({ code: 1, signal: null })
+    expect(server.output()).toMatch(/killed by timeout/)
+    expect((await readdir(tempRoot)).filter((name) => name.startsWith('chat-metadata-api-'))).toEqual([])
+  })
+
+  it('at start-up, those of this host\'s processes that are gone are removed, with the uploads they hold; no other', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'chat-metadata-api-stale-'))
+    try {
+      // A process that has come and gone: its id is free.
+      const gone = spawnSync('true').pid!
+      expect(isAlive(gone)).toBe(false)
+      const stale = `${scratchDirectoryPrefix(gone)}Ab12Cd`
+      const keep = [
+        // This test's own process, alive.
+        `${scratchDirectoryPrefix(process.pid)}Ef34Gh`,
+        // Another host's (TMPDIR shared over a volume): its processes cannot be seen from here.
+        `chat-metadata-api-another_host-${gone}-Ij56Kl`,
+        // Not a scratch directory of the service at all.
+        'chat-metadata-api-notes'
+      ]
+      for (const name of [stale, ...keep]) {
+        await mkdir(join(root, name))
+        await writeFile(join(root, name, 'partial-upload.jpg'), photo)
+      }
+      const server = await startService({ API_KEYS: KEY, TMPDIR: root })
+      try {
+        const names = await readdir(root)
+        expect(names).not.toContain(stale)
+        expect(names).toEqual(expect.arrayContaining(keep))
+        // And its own, made after the sweep.
+        expect(names.filter((name) => name.startsWith(scratchDirectoryPrefix(server.child.pid!)))).toHaveLength(1)
+      } finally {
+        await stopService(server)
+      }
+      expect((await readdir(root)).sort()).toEqual([...keep].sort())
+    } finally {
+      await rm(root, { recursive: true, force: true })
+    }
   })
 })

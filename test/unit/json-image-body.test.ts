@@ -6,7 +6,8 @@ import { join } from 'node:path'
 import secureJson from 'secure-json-parse'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { releaseChunk } from '../../src/metadata/intake.ts'
-import { JsonBodyScanner, MAX_NESTING, receiveJsonImageBody, type JsonImageBody, type JsonKind } from '../../src/metadata/json-image-body.ts'
+import { JsonBodyScanner, MAX_NESTING, type JsonKind } from '../../src/metadata/json-data-uri.ts'
+import { receiveJsonImageBody, type JsonImageBody } from '../../src/metadata/json-image-body.ts'
 import { Rng } from '../support/rng.ts'
 
 // The streaming JSON scanner of POST /v1/metadata and the reading of a body through it into the intake, without

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { captureTime, toIsoDateTime } from '../../src/metadata/capture-time.ts'
-import { DataUriDecoder, maxDataUriBodyBytes } from '../../src/metadata/data-uri.ts'
+import { DataUriDecoder, maxDataUriBodyBytes } from '../../src/metadata/json-data-uri.ts'
 import { sniffImage } from '../../src/metadata/sniff.ts'
 import { cameraFrom, gpsFrom, groupedTagsFrom } from '../../src/metadata/tags.ts'
 

@@ -1,0 +1,37 @@
+import type { IncomingMessage } from 'node:http'
+import type { FastifyReply } from 'fastify'
+
+/**
+ * What becomes of the rest of a request's body when the answer does not wait for it: a refusal from a hook (401,
+ * 404, 415, 429…) before anything read the body, or a refusal of the body itself part-way (a second file, a file
+ * over the limit, a malformed part). Left alone, that rest would hold the connection: its next request waits behind
+ * bytes nobody reads until the request timeout (408), and a client still sending cannot finish.
+ *
+ * A body whose declared length is within what its route reads at most (its `bodyLimit`) is read on and thrown
+ * away, so the connection serves the next request as soon as the body has arrived. A longer one, or one of unknown
+ * length (chunked), is not waited for: the answer says `Connection: close`, and Node closes the connection once the
+ * answer is written. Called for every error answer (plugins/error-envelope.ts), before it is sent.
+ */
+export function settleUnreadBody (reply: FastifyReply): void {
+  const request = reply.request.raw
+  if (request.readableEnded || !hasBody(request)) return
+  if (Number(request.headers['content-length']) <= reply.request.routeOptions.bodyLimit) {
+    discardRest(request)
+  } else {
+    reply.header('connection', 'close')
+  }
+}
+
+function hasBody (request: IncomingMessage): boolean {
+  return request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length']) > 0
+}
+
+/**
+ * Node's own way with a body no handler read (`IncomingMessage#_dump`, which it does only when nothing read any of
+ * it): whatever reads it (a multipart parser stopped at a refused part, say) lets go, and the rest flows to nowhere.
+ */
+function discardRest (request: IncomingMessage): void {
+  request.unpipe()
+  request.removeAllListeners('data')
+  request.resume()
+}
