@@ -3,7 +3,8 @@
  * turn, and reports each turn that did not do what its story says, then the pass rate. Without an argument, the
  * domain pack's stories (`<pack>/stories/*.yaml`); with a YAML file or a directory of them, those (a blind set of
  * conversations written elsewhere, say); with any other word, the pack's stories whose name or file contains it.
- * Exits 1 unless every story passes.
+ * The pack's stories are its tests: exits 1 unless every one passes. A file or directory given is a measurement (a
+ * blind set is not expected to pass whole): its report, and exit 0.
  */
 import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -15,7 +16,8 @@ const directory = process.env['DOMAIN_PACK'] ?? DEFAULT_DOMAIN_PACK
 const argument = process.argv[2]
 const pack = loadDomainPack(directory)
 const { trained } = trainedForPack(pack, DEFAULT_MODEL_CACHE)
-const stories = argument !== undefined && existsSync(argument)
+const measuring = argument !== undefined && existsSync(argument)
+const stories = measuring
   ? statSync(argument).isDirectory() ? loadStories(argument) : loadStoryFile(argument)
   : loadStories(join(directory, 'stories')).filter((story) => argument === undefined || story.story.includes(argument) || story.file === argument)
 
@@ -41,4 +43,4 @@ for (const story of stories) {
   }
 }
 process.stdout.write(`\nstories ${passed}/${stories.length} passed (${((passed / Math.max(1, stories.length)) * 100).toFixed(1)}%), turns ${turns - failedTurns}/${turns}; ${answered} stories got one of the pack's answers\n`)
-if (passed < stories.length) process.exitCode = 1
+if (!measuring && passed < stories.length) process.exitCode = 1

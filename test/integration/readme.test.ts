@@ -99,7 +99,7 @@ describe('docs/chat.md\'s evaluation commands', () => {
 
   it('run as written, each exiting 0 with its report', async () => {
     const lines = await commands()
-    expect(lines).toEqual(['npm run eval -- test/fixtures/heldout-support-b.csv test/fixtures/heldout-oos-b.csv', 'npm run eval:stories', 'npm run eval:stories -- dates.yaml'])
+    expect(lines).toEqual(['npm run eval -- test/fixtures/heldout-support-b.csv test/fixtures/heldout-oos-b.csv', 'npm run eval:stories', 'npm run eval:stories -- dates.yaml', 'npm run eval:stories -- test/fixtures/conversations-dev.yaml'])
     for (const command of lines) {
       const result = await runProcess('bash', ['-euo', 'pipefail', '-c', command], { cwd: PROJECT_ROOT, env: { PATH: process.env['PATH'], HOME: process.env['HOME'] }, timeoutMs: 300_000 })
       expect(result.exitCode, `${command}\n${result.stdout}\n${result.stderr}`).toBe(0)
