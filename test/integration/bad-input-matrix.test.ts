@@ -4,6 +4,7 @@ import { crc32 } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { API_KEY, createTestApp, listen, type TestApp } from '../support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from '../support/images.ts'
+import { le16, le32 } from '../support/bytes.ts'
 
 // Bad input of every kind, one table over every operation, sent as raw bytes to the real server on a real port:
 // each case names the status and the envelope's code it must get, never a 5xx. A few valid inputs stand among them
@@ -122,18 +123,6 @@ const BMP = Buffer.concat([
   le32(40), le32(1), le32(1), Buffer.from([1, 0, 24, 0]), le32(0), le32(4), le32(2835), le32(2835), le32(0), le32(0),
   Buffer.from([0, 0, 255, 0])
 ])
-
-function le32 (value: number): Buffer {
-  const out = Buffer.alloc(4)
-  out.writeUInt32LE(value)
-  return out
-}
-
-function le16 (value: number): Buffer {
-  const out = Buffer.alloc(2)
-  out.writeUInt16LE(value)
-  return out
-}
 
 /** A ZIP archive holding one stored (uncompressed) file. */
 function storedZip (name: string, content: Buffer): Buffer {

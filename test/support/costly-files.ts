@@ -3,18 +3,7 @@
 // builder says what it does to ExifTool 13.x when nothing bounds it; RELIABILITY.md gives the numbers.
 
 import { crc32 } from 'node:zlib'
-
-function be16 (value: number): Buffer {
-  const bytes = Buffer.alloc(2)
-  bytes.writeUInt16BE(value)
-  return bytes
-}
-
-function be32 (value: number): Buffer {
-  const bytes = Buffer.alloc(4)
-  bytes.writeUInt32BE(value)
-  return bytes
-}
+import { be16, be32 } from './bytes.ts'
 
 /** The byte after a JPEG's SOI: where new APPn segments go (before the JFIF/Exif ones is fine for ExifTool). */
 function insertIntoJpeg (jpeg: Buffer, segments: Buffer[]): Buffer {

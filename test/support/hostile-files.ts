@@ -3,6 +3,8 @@
 // ordinary image of its format (made by sharp or heif-builder) and adds the structure under test.
 
 import { deflateSync } from 'node:zlib'
+import { be16, be32, le16, le32 } from './bytes.ts'
+import { ciffHeap, type CiffRecord } from './raw-builder.ts'
 
 /** The C2PA manifest store's JUMBF type: 'c2pa' + ISO/IEC 19566-5's suffix. */
 const C2PA_STORE_TYPE = Buffer.from('6332706100110010800000aa00389b71', 'hex')
@@ -11,30 +13,6 @@ const CBOR_TYPE = Buffer.from('63626f7200110010800000aa00389b71', 'hex')
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Byte helpers
-
-function be16 (value: number): Buffer {
-  const b = Buffer.alloc(2)
-  b.writeUInt16BE(value)
-  return b
-}
-
-function be32 (value: number): Buffer {
-  const b = Buffer.alloc(4)
-  b.writeUInt32BE(value)
-  return b
-}
-
-function le16 (value: number): Buffer {
-  const b = Buffer.alloc(2)
-  b.writeUInt16LE(value)
-  return b
-}
-
-function le32 (value: number): Buffer {
-  const b = Buffer.alloc(4)
-  b.writeUInt32LE(value)
-  return b
-}
 
 /** An ISO BMFF / JUMBF box with a 32-bit size. */
 export function box (type: string, ...payload: Buffer[]): Buffer {
@@ -335,22 +313,6 @@ function vp8x (vp8: Buffer): Buffer {
 
 // ---------------------------------------------------------------------------------------------------------------------
 // CIFF (Canon CRW, and the CIFF block of early PowerShot JPEGs)
-
-export interface CiffRecord { tag: number, data: Buffer }
-
-/** A CIFF heap: the records' data, their count, the 10-byte directory, and the offset of the count. */
-export function ciffHeap (records: CiffRecord[]): Buffer {
-  const data: Buffer[] = []
-  const directory: Buffer[] = []
-  let offset = 0
-  for (const record of records) {
-    const padded = record.data.length % 2 === 1 ? Buffer.concat([record.data, Buffer.alloc(1)]) : record.data
-    directory.push(Buffer.concat([le16(record.tag), le32(record.data.length), le32(offset)]))
-    data.push(padded)
-    offset += padded.length
-  }
-  return Buffer.concat([...data, le16(records.length), ...directory, le32(offset)])
-}
 
 /** A CIFF file header: byte order, header length, the type and subtype ('HEAP' + `subtype`), version. */
 export function ciffHeader (subtype: 'CCDR' | 'JPGM'): Buffer {

@@ -19,6 +19,7 @@ import type { ImageFormat } from '../../src/metadata/formats.ts'
 import { CAMERA_TAGS, ImageFactory, PICTURE_FORMATS } from './images.ts'
 import { buildCameraRaw, buildJpegXl, RAW_CAMERAS } from './raw-builder.ts'
 import { Rng } from './rng.ts'
+import { be16, be32, le32 } from './bytes.ts'
 
 /** The seed of case `index` under `seedBase`: a 32-bit mix (murmur3's finaliser), so neighbouring cases differ. */
 export function caseSeed (seedBase: number, index: number): number {
@@ -984,24 +985,6 @@ function hex (value: number): string {
 
 function list (items: string[], max = 6): string {
   return items.length <= max ? items.join(',') : `${items.slice(0, max).join(',')},…+${items.length - max}`
-}
-
-function be16 (value: number): Buffer {
-  const out = Buffer.alloc(2)
-  out.writeUInt16BE(value & 0xffff)
-  return out
-}
-
-function be32 (value: number): Buffer {
-  const out = Buffer.alloc(4)
-  out.writeUInt32BE(value >>> 0)
-  return out
-}
-
-function le32 (value: number): Buffer {
-  const out = Buffer.alloc(4)
-  out.writeUInt32LE(value >>> 0)
-  return out
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import type { ExifTool, WriteTags } from 'exiftool-vendored'
 import sharp from 'sharp'
 import type { CameraRawFormat } from '../../src/metadata/camera-raw.ts'
 import { box, u32 } from './heif-builder.ts'
+import { le16, le32 } from './bytes.ts'
 
 /** The full-resolution image size of every built raw (previews and thumbnails are smaller or equal). */
 export const RAW_SIZE = { width: 64, height: 48 }
@@ -469,9 +470,10 @@ function u64 (value: number): Buffer {
 // record type lives in the tag's top bits, and types 0x28/0x30 are nested heaps. ExifTool reads Make/Model from
 // CanonRawMakeModel ("Canon\0<model>\0"), DateTimeOriginal from TimeStamp, ImageWidth/Height from ImageInfo.
 
-interface CiffRecord { tag: number, data: Buffer }
+export interface CiffRecord { tag: number, data: Buffer }
 
-function ciffHeap (records: CiffRecord[]): Buffer {
+/** A CIFF heap: the records' data, their count, the 10-byte directory, and the offset of the count. */
+export function ciffHeap (records: CiffRecord[]): Buffer {
   const data: Buffer[] = []
   const directory: Buffer[] = []
   let offset = 0
@@ -507,18 +509,6 @@ async function buildCrw (camera: Camera): Promise<Buffer> {
   ])
   const header = Buffer.concat([Buffer.from('II', 'latin1'), le32(26), Buffer.from('HEAPCCDR', 'latin1'), le32(0x00010002), Buffer.alloc(8)])
   return Buffer.concat([header, root])
-}
-
-function le16 (value: number): Buffer {
-  const b = Buffer.alloc(2)
-  b.writeUInt16LE(value)
-  return b
-}
-
-function le32 (...values: number[]): Buffer {
-  const b = Buffer.alloc(values.length * 4)
-  values.forEach((value, i) => b.writeUInt32LE(value, i * 4))
-  return b
 }
 
 // ---------------------------------------------------------------------------------------------------------------
