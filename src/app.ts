@@ -9,7 +9,6 @@ import errorEnvelope, { answerClientError, answerFrameworkError } from '../plugi
 import contentCredentials from '../plugins/content-credentials.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
-import idleCollection from '../plugins/idle-collection.ts'
 import metadataRoutes from '../plugins/metadata.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
@@ -75,7 +74,6 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(requestId)
   await app.register(errorEnvelope)
   await app.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs, apiPrefix: '/v1/' })
-  await app.register(idleCollection, { afterMs: config.idleGcAfterMs, growthMb: config.idleGcGrowthMb })
   await app.register(securityHeaders)
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(docs)
