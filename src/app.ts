@@ -15,7 +15,7 @@ import openapi from '../plugins/openapi.ts'
 import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
 import securityHeaders, { HEADERS_WITHOUT_HOOKS } from '../plugins/security-headers.ts'
-import requestId, { proxyTrust, REDACTED_LOG_PATHS, RequestLog, requestIdFrom } from '../plugins/request-log.ts'
+import requestId, { proxyTrust, redactCredentials, RequestLog, requestIdFrom } from '../plugins/request-log.ts'
 import { compilersFactory } from '../plugins/validation.ts'
 
 export interface BuildOptions {
@@ -57,7 +57,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     logController: new RequestLog(),
     logger: {
       level: config.logLevel,
-      redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
+      formatters: { log: redactCredentials },
       ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
     rewriteUrl: (request) => {
