@@ -44,11 +44,12 @@ async function metrics (fastify: FastifyInstance, options: MetricsOptions): Prom
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers
   })
-  fastify.addHook('onResponse', async (request, reply) => {
+  fastify.addHook('onResponse', (request, reply, done) => {
     // The route's template, never the path: ids in paths would make a series per conversation.
     const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }
     requests.inc(labels)
     duration.observe(labels, reply.elapsedTime / 1000)
+    done()
   })
 
   const extractor = fastify.metadataExtractor

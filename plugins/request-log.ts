@@ -122,7 +122,7 @@ function requestLine (request: FastifyRequest, status: number, elapsedMs: number
 async function requestId (fastify: FastifyInstance): Promise<void> {
   fastify.decorateRequest('clientGone', false)
   fastify.decorateRequest('logFields', null)
-  fastify.addHook('onRequest', async (request, reply) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     reply.raw.once('close', () => {
       // An answer already handed over (whether or not it reached the client) is logged by requestCompleted.
@@ -130,6 +130,7 @@ async function requestId (fastify: FastifyInstance): Promise<void> {
       request.clientGone = true
       request.log.info(requestLine(request, CLIENT_CLOSED_REQUEST, reply.elapsedTime), 'request')
     })
+    done()
   })
 }
 
