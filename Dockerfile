@@ -25,8 +25,7 @@ RUN apt-get update \
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
-    MODEL_CACHE_DIR=/app/node_modules/.cache/chat-metadata-api \
-    MALLOC_MMAP_THRESHOLD_=262144
+    MODEL_CACHE_DIR=/app/node_modules/.cache/chat-metadata-api
 WORKDIR /app
 COPY --from=build /app /app
 # The official image's unprivileged user; the application's files stay root's, read-only to it.
@@ -35,7 +34,5 @@ EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
-# Node's flags as `npm start` gives them, and its MALLOC_MMAP_THRESHOLD_ above: a young generation of at most
-# 2 × 16 MB, no full collection below 100 MB of old generation, V8's gc for the idle collections, and large buffers
-# mapped apart from the C heap (docs/performance.md, "The start command").
-CMD ["node", "--max-semi-space-size=16", "--initial-old-space-size=100", "--expose-gc", "src/server.ts"]
+# `npm start`'s command, without npm in between.
+CMD ["node", "src/server.ts"]

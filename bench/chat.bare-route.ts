@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
 import { Type } from '@sinclair/typebox'
 import Fastify from 'fastify'
-import requestId, { proxyTrust, REDACTED_LOG_PATHS, RequestLog, requestIdFrom } from '../plugins/request-log.ts'
+import requestId, { proxyTrust, redactCredentials, RequestLog, requestIdFrom } from '../plugins/request-log.ts'
 import { ChatContext, ChatLink, ChatReply, ChatRequest } from '../schemas/chat.ts'
 import { serveCommands } from '../test/support/processes.ts'
 
@@ -20,7 +20,7 @@ const app = Fastify({
   ajv: { customOptions: { coerceTypes: false } },
   ...requestLog
     ? {
-        logger: { level: 'info', redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' }, stream: { write () {} } },
+        logger: { level: 'info', formatters: { log: redactCredentials }, stream: { write () {} } },
         logController: new RequestLog(),
         genReqId: requestIdFrom(proxyTrust(false))
       }

@@ -26,9 +26,8 @@ export interface MetricsOptions {
 /**
  * Prometheus metrics at GET /metrics (prom-client; no key: the gateway does not route it outside): requests and their
  * latency by route and status, the ExifTool pool (processes, its configured maximum, busy ones, queue, failures,
- * files refused, processes retired), the C2PA validator (threads, queue, outcomes), the idle collections
- * (src/idle-collection.ts), chat answers by intent, handoffs, conversation-store errors, rate-limit refusals, and
- * Node's own (event loop, memory, GC). One registry per app, so that apps built side by side (tests) count apart.
+ * files refused, processes retired), the C2PA validator (threads, queue, outcomes), chat answers by intent, handoffs,
+ * conversation-store errors, rate-limit refusals, and Node's own (event loop, memory, GC). One registry per app, so that apps built side by side (tests) count apart.
  * In a cluster worker (WORKERS > 1) a scrape lands on any one worker, so it answers for all: the primary adds up every
  * worker's registry (src/cluster.ts).
  */
@@ -45,11 +44,12 @@ async function metrics (fastify: FastifyInstance, options: MetricsOptions): Prom
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers
   })
-  fastify.addHook('onResponse', async (request, reply) => {
+  fastify.addHook('onResponse', (request, reply, done) => {
     // The route's template, never the path: ids in paths would make a series per conversation.
     const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }
     requests.inc(labels)
     duration.observe(labels, reply.elapsedTime / 1000)
+    done()
   })
 
   const extractor = fastify.metadataExtractor
@@ -102,20 +102,6 @@ async function metrics (fastify: FastifyInstance, options: MetricsOptions): Prom
     }
   }))
 
-  const idle = fastify.idleCollector
-  registry.registerMetric(new Counter({
-    ...pool,
-    name: 'idle_collections_total',
-    help: 'Memory-reducing garbage collections run in a quiet spell to give back what a burst of requests left',
-    collect () { this.reset(); this.inc(idle?.collections ?? 0) }
-  }))
-  registry.registerMetric(new Counter({
-    ...pool,
-    name: 'idle_collection_pause_seconds_total',
-    help: 'Time the event loop spent in those collections',
-    collect () { this.reset(); this.inc((idle?.pauseMs ?? 0) / 1000) }
-  }))
-
   fastify.decorate('metrics', {
     chatReplies: new Counter({ name: 'chat_replies_total', help: 'Chat answers, by the intent answered', labelNames: ['intent'], registers }),
     chatHandoffs: new Counter({ name: 'chat_handoffs_total', help: 'Chat answers that routed the customer to a person', registers }),
@@ -134,4 +120,4 @@ async function metrics (fastify: FastifyInstance, options: MetricsOptions): Prom
   })
 }
 
-export default fp(metrics, { name: 'metrics', fastify: '5.x', dependencies: ['exiftool-pool', 'content-credentials', 'idle-collection'] })
+export default fp(metrics, { name: 'metrics', fastify: '5.x', dependencies: ['exiftool-pool', 'content-credentials'] })

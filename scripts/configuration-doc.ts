@@ -43,9 +43,6 @@ ${rows.join('\n')}
 
 Set outside this schema:
 
-- \`npm start\` (and the container's command) runs Node with \`--max-semi-space-size=16 --initial-old-space-size=100
-  --expose-gc\` and glibc's \`MALLOC_MMAP_THRESHOLD_=262144\`; why each, and what it costs, is in
-  [performance.md](performance.md#the-start-command).
 - \`NODE_COMPILE_CACHE\` (Node's own, off): a directory where Node keeps the compiled code of the service's modules
   between starts. It starts the service a little faster at some more resident memory, so the service leaves it to
   the operator ([performance.md](performance.md#start-up)).

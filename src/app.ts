@@ -9,14 +9,13 @@ import errorEnvelope, { answerClientError, answerFrameworkError } from '../plugi
 import contentCredentials from '../plugins/content-credentials.ts'
 import exiftoolPool from '../plugins/exiftool.ts'
 import health from '../plugins/health.ts'
-import idleCollection from '../plugins/idle-collection.ts'
 import metadataRoutes from '../plugins/metadata.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
 import overload from '../plugins/overload.ts'
 import rateLimits from '../plugins/rate-limit.ts'
 import securityHeaders, { HEADERS_WITHOUT_HOOKS } from '../plugins/security-headers.ts'
-import requestId, { proxyTrust, REDACTED_LOG_PATHS, RequestLog, requestIdFrom } from '../plugins/request-log.ts'
+import requestId, { proxyTrust, redactCredentials, RequestLog, requestIdFrom } from '../plugins/request-log.ts'
 import { compilersFactory } from '../plugins/validation.ts'
 
 export interface BuildOptions {
@@ -58,7 +57,7 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
     logController: new RequestLog(),
     logger: {
       level: config.logLevel,
-      redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
+      formatters: { log: redactCredentials },
       ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
     rewriteUrl: (request) => {
@@ -75,7 +74,6 @@ export async function buildApp (config: AppConfig, options: BuildOptions = {}): 
   await app.register(requestId)
   await app.register(errorEnvelope)
   await app.register(overload, { maxEventLoopDelayMs: config.maxEventLoopDelayMs, apiPrefix: '/v1/' })
-  await app.register(idleCollection, { afterMs: config.idleGcAfterMs, growthMb: config.idleGcGrowthMb })
   await app.register(securityHeaders)
   await app.register(openapi, config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl })
   await app.register(docs)

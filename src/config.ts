@@ -217,18 +217,6 @@ export const EnvSchema = Type.Object({
     default: 1000,
     description: 'Over this mean event-loop delay the API answers 503 `OVERLOADED` with `Retry-After` and `/health/ready` says not ready (the probes and `/metrics` still answer); `0`: never.'
   }),
-  IDLE_GC_AFTER_MS: Type.Integer({
-    minimum: 0,
-    maximum: 3_600_000,
-    default: 1000,
-    description: 'Once the event loop has been idle this long and resident memory has grown by `IDLE_GC_GROWTH_MB` since the last time, one memory-reducing garbage collection gives back what a burst of requests left (needs Node\'s `--expose-gc`, which `npm start` passes). `0`: never. docs/performance.md says why.'
-  }),
-  IDLE_GC_GROWTH_MB: Type.Integer({
-    minimum: 1,
-    maximum: 65_536,
-    default: 32,
-    description: 'The growth of resident memory since the last idle collection (or start-up) that makes the next one worth its pause: lower gives memory back after smaller bursts, at more pauses.'
-  }),
   REQUEST_TIMEOUT_MS: Type.Integer({
     minimum: 1000,
     maximum: 3_600_000,
@@ -319,10 +307,6 @@ export interface AppConfig {
   rateLimits: RateLimits
   /** Over this mean event-loop delay the API answers 503 with Retry-After; 0: never. */
   maxEventLoopDelayMs: number
-  /** Event-loop idle time after which memory a burst left behind is given back (with --expose-gc); 0: never. */
-  idleGcAfterMs: number
-  /** Growth of resident memory since the last idle collection that makes the next one worth its pause. */
-  idleGcGrowthMb: number
   connections: ConnectionLimits
   /** Where clients reach the API (the gateway's URL), for the OpenAPI document's `servers`. */
   publicUrl?: string
@@ -399,8 +383,6 @@ export function loadConfig (environment: NodeJS.ProcessEnv = process.env): Serve
     trustProxy,
     rateLimits: { chatPerMinute: env.RATE_LIMIT_CHAT_PER_MIN, metadataPerMinute: env.RATE_LIMIT_METADATA_PER_MIN },
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
-    idleGcAfterMs: env.IDLE_GC_AFTER_MS,
-    idleGcGrowthMb: env.IDLE_GC_GROWTH_MB,
     connections: {
       requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
       headersTimeoutMs: Math.min(env.HEADERS_TIMEOUT_MS, env.REQUEST_TIMEOUT_MS),

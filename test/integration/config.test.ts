@@ -83,8 +83,6 @@ describe('loadConfig', () => {
       trustProxy: false,
       rateLimits: { chatPerMinute: 600, metadataPerMinute: 120 },
       maxEventLoopDelayMs: 1000,
-      idleGcAfterMs: 1000,
-      idleGcGrowthMb: 32,
       connections: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 },
       maxImageBytes: 26_214_400,
       maxUploadBytes: 209_715_200,
@@ -167,8 +165,6 @@ describe('loadConfig', () => {
       SHUTDOWN_GRACE_MS: '25000',
       REDIS_TIMEOUT_MS: '250',
       MAX_EVENT_LOOP_DELAY_MS: '500',
-      IDLE_GC_AFTER_MS: '0',
-      IDLE_GC_GROWTH_MB: '8',
       REQUEST_TIMEOUT_MS: '5000',
       HEADERS_TIMEOUT_MS: '8000',
       KEEP_ALIVE_TIMEOUT_MS: '61000',
@@ -183,8 +179,6 @@ describe('loadConfig', () => {
       trustProxy: 1,
       rateLimits: { chatPerMinute: 30, metadataPerMinute: 0 },
       maxEventLoopDelayMs: 500,
-      idleGcAfterMs: 0,
-      idleGcGrowthMb: 8,
       // The headers cannot be given longer than the whole request.
       connections: { requestTimeoutMs: 5000, headersTimeoutMs: 5000, keepAliveTimeoutMs: 61_000, maxConnections: 200 },
       maxImageBytes: 1_048_576,
@@ -265,9 +259,7 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_METADATA_PER_MIN', 'lots'],
     ['SHUTDOWN_GRACE_MS', '-5'],
     ['REDIS_TIMEOUT_MS', '0'],
-    ['MAX_EVENT_LOOP_DELAY_MS', 'soon'],
-    ['IDLE_GC_AFTER_MS', '-1'],
-    ['IDLE_GC_GROWTH_MB', '0']
+    ['MAX_EVENT_LOOP_DELAY_MS', 'soon']
   ])('rejects %s=%j with a message naming it', (variable, value) => {
     expect(configError({ API_KEYS: 'key-1', [variable]: value }).message).toMatch(naming(variable))
   })

@@ -34,7 +34,6 @@ describe('the Dockerfile', () => {
     expect(JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]!)).toEqual(['node', ...NODE_FLAGS, 'src/server.ts'])
     // And its environment variables, set for the image.
     const env = Object.fromEntries([.../^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)![1]!.matchAll(/([A-Z_]+)=(\S+)/g)].map((match) => [match[1]!, match[2]!]))
-    expect(Object.keys(START_ENV)).not.toHaveLength(0)
     expect(env).toMatchObject(START_ENV)
     expect(dockerfile).toMatch(/^HEALTHCHECK /m)
   })

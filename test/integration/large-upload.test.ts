@@ -156,8 +156,8 @@ describe('large images as JSON data URIs', () => {
     // each (307 -> 922 MiB); streamed, 90-120 MiB for all eight when they come first, less after other uploads.
     console.log(`8 data URIs of ${(body.length / MIB).toFixed(1)} MiB: RSS ${(before / MIB).toFixed(0)} -> peak ${(peak / MIB).toFixed(0)} MiB, ${((peak - before) / MIB).toFixed(1)} MiB in all`)
     expect(peak - before).toBeLessThan(300 * 1000 * 1000)
-    // What the process gives back once it falls quiet (its idle collection) is asserted in test/integration/memory.test.ts; here
-    // it is only shown (this suite's server runs one ExifTool process and has taken other uploads).
+    // What the process keeps once it falls quiet is only shown here (this suite's server runs one ExifTool process and
+    // has taken other uploads); that a second burst reuses it is asserted in test/integration/memory.test.ts.
     await new Promise((resolve) => setTimeout(resolve, 3000))
     const after = residentBytes(pid)
     console.log(`RSS 3 s after: ${(after / MIB).toFixed(0)} MiB`)

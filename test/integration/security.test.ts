@@ -112,7 +112,7 @@ describe('API keys', () => {
   })
 
   // @fastify/multipart logs the options it gives busboy at trace level, the request's headers among them
-  // (`busboyOptions.headers`): the app's redaction list has to name that path too (src/app.ts, `*.headers.authorization`).
+  // (`busboyOptions.headers`): the app's redaction looks one level down too (plugins/request-log.ts, `redactCredentials`).
   it('are never logged at trace level by a multipart upload, whose parser logs the request\'s headers', async () => {
     const before = t.logs.length
     const { payload, headers } = await multipart(imageForm(photo))

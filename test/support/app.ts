@@ -52,9 +52,6 @@ export async function createTestApp (overrides: Partial<AppConfig> = {}): Promis
     // Off unless a test turns it on: the suites send many requests with one key.
     rateLimits: { chatPerMinute: 0, metadataPerMinute: 0 },
     maxEventLoopDelayMs: 0,
-    // Off: a vitest worker has no --expose-gc, and a test that wants it starts a real server.
-    idleGcAfterMs: 0,
-    idleGcGrowthMb: 32,
     connections: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 },
     maxImageBytes: 26_214_400,
     maxUploadBytes: 209_715_200,

@@ -24,14 +24,6 @@ const START_COMMAND = (() => {
 export const START_ENV: Readonly<Record<string, string>> = START_COMMAND.env
 export const NODE_FLAGS: readonly string[] = START_COMMAND.flags
 
-/** The idle collections (src/idle-collection.ts) a service at `url` has run, from its /metrics. */
-export async function idleCollections (url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text()
-  const count = /^idle_collections_total (\d+)$/m.exec(text)
-  if (count === null) throw new Error(`${url}/metrics has no idle_collections_total`)
-  return Number(count[1])
-}
-
 /** A TCP port nothing listens on now (the kernel's pick). */
 export async function freePort (): Promise<number> {
   const server = createServer()
