@@ -95,6 +95,8 @@ const PROBABLY_OTHER = 0.7
 const ACCOUNT_INTENTS: ReadonlySet<string> = new Set(['create_account', 'delete_account', 'edit_account', 'recover_password', 'registration_problems', 'switch_account', 'newsletter_subscription'])
 /** Reply situations that stand for another when a reply has none of their own. */
 const SITUATION_FALLBACKS: Readonly<Record<string, string>> = { lost_parcel: 'late_delivery', compromised: 'account_compromised' }
+/** The model must be this sure of the request a message makes for an answer given in it to report that request. */
+const OWN_REQUEST = 0.7
 /** A shop question asked in words the intent model did not take for one is answered when the selector is this sure. */
 const RESCUE_CONFIDENCE = 0.6
 /** …and the intent model must give one of the answer's requests at least this probability. */
@@ -318,10 +320,15 @@ export class DialoguePolicy {
     return this.#answer(turn, choice, intent, Math.max(confidence, choice.confidence), understanding.situation)
   }
 
-  /** The decision to give an answer: the catalogue intent is the request's when the answer belongs to it. */
+  /**
+   * The decision to give an answer. The conversation goes on in the request the customer asked in when the answer
+   * belongs to it, else in the active request's, else in the answer's home request. The intent reported is the
+   * request the message itself makes when the model is sure of it and the answer belongs to it ("I want to send it
+   * back, they don't fit" is a refund); otherwise a question about a rule is that rule's, the answer's home ("and do
+   * I pay the postage?" is the refund policy, whatever request it was asked in).
+   */
   #answer (turn: Turn, choice: AnswerChoice, requested: SupportIntent, confidence: number, modelSituation?: string): Decision {
     const { answer } = choice
-    // The request the customer asked in when the answer belongs to it; else the active request's; else its own.
     const home = answer.intents[0]!
     const current = turn.state.topic?.intent
     const intent = answer.intents.includes(requested) ? requested : current !== undefined && answer.intents.includes(current) ? current : home
@@ -341,10 +348,17 @@ export class DialoguePolicy {
     if (turn.facts['order_id'] === undefined && this.#pack.intents[intent].needs_order === true && this.#pack.intents[home].needs_order === true) {
       decision.pendingIntent = intent
       decision.more.push({ intent, reply: { kind: 'intent', situations: ['ask_order'] } })
-      return decision
+    } else {
+      this.#resume(turn, decision)
     }
-    this.#resume(turn, decision)
+    decision.intent = this.#ownRequest(turn.understanding, answer) ?? home
     return decision
+  }
+
+  /** The request the message makes, when the answer given belongs to it and the model is sure of it. */
+  #ownRequest (understanding: Understanding, answer: DomainAnswer): SupportIntent | undefined {
+    const own = understanding.intent
+    return isSupportIntent(own) && answer.intents.includes(own) && understanding.confidence >= OWN_REQUEST ? own : undefined
   }
 
   /** The decision to answer `intent` with its own reply: its situation, whether it waits for an order, the topic. */
