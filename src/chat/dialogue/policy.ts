@@ -269,8 +269,8 @@ export class DialoguePolicy {
     }
 
     const decision = this.#answerOrAct(turn, intent, situation, confidence, answers)
-    // The same reply as the last, to other words than last time: what was said did not help.
-    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && decision.intent === topic.intent &&
+    // The same reply as the last, to other words than last time and no new question: what was said did not help.
+    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
       state.slots?.recent?.at(-1) === decision.slots.recent!.at(-1)
     if (repeated) return this.#notHelped(turn, topic.intent)
