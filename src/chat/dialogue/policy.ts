@@ -101,6 +101,8 @@ const OWN_REQUEST = 0.7
 const RESCUE_CONFIDENCE = 0.6
 /** …and the intent model must give one of the answer's requests at least this probability. */
 const RESCUE_CANDIDATE = 0.1
+/** …or, when the selector is this sure, the situation the message describes must belong to one of them. */
+const SURE_ANSWER = 0.9
 const EMPTY_SLOTS: MessageSlots = { cues: new Set(), asks: false, contentWords: 0 }
 const WINDOW_SITUATIONS = ['inside_window', 'window_last_day', 'outside_window', 'future_purchase'] as const
 
@@ -282,7 +284,8 @@ export class DialoguePolicy {
   #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined): Decision {
     // A request that hands over, or an angry complaint, is answered by handing over.
     if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
-      const choice = this.#answerFor(intent, turn.state.topic, answers, turn.understanding.candidates)
+      const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
+      const choice = this.#answerFor(intent, turn.state.topic, answers, turn.understanding.candidates, described)
       if (choice !== undefined) return this.#answer(turn, choice, intent, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
@@ -291,16 +294,18 @@ export class DialoguePolicy {
   /**
    * The best answer within the request, or within the active request and the question asked in it when one of
    * theirs is more probable ("and do I pay the postage?" in a return, read as a delivery question), or the answer
-   * the selector is surest of when that is far more probable and the intent model finds its request plausible too.
+   * the selector is surest of when that is far more probable and the intent model finds its request plausible too,
+   * or the situation the customer describes belongs to it ("I just don't like it, can I send it back?").
    */
-  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = []): AnswerChoice | undefined {
+  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent): AnswerChoice | undefined {
     if (answers === undefined) return undefined
     const own = answers.best(new Set([intent]))
     const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
     let choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) ? active : own
     const top = answers.top()
     if (top?.answer !== undefined && top.confidence >= RESCUE_CONFIDENCE && top.confidence > (choice?.confidence ?? 0) &&
-      candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && top.answer!.intents.includes(candidate.intent as SupportIntent))) choice = top
+      ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
+        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && top.answer!.intents.includes(candidate.intent as SupportIntent)))) choice = top
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
 
