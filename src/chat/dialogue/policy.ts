@@ -516,10 +516,12 @@ export class DialoguePolicy {
     const intent = clause.understanding.intent
     if (!isSupportIntent(intent) || intent === decision.intent) return []
     // A question with an answer, in its own request or the first one's, is answered too, unless that answer needs
-    // an order not known yet.
+    // an order not known yet, or the clause is another request of its own (a late parcel, then a double charge):
+    // that one comes next.
+    const another = !this.#sameFamily(intent, decision.intent) && !this.#questions.has(intent)
     const choice = clause.answers?.best(new Set([intent, ...isSupportIntent(decision.intent) ? [decision.intent] : []]))
     const answer = choice?.answer
-    if (answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id &&
+    if (!another && answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id &&
       (turn.facts['order_id'] !== undefined || this.#pack.intents[answer.intents[0]!].needs_order !== true)) {
       return [{ intent, reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) } }]
     }
