@@ -202,9 +202,9 @@ export class DialoguePolicy {
       return this.#continue(turn, request)
     }
 
-    // "ok" after the assistant said it would come to another request next: that request.
+    // "ok" after the assistant said it would come to another request next: that request ("ok thanks" is thanks).
     const next = previous.queued?.[0]
-    if (next !== undefined && isYes(message, understanding) && !cues.has('goodbye')) {
+    if (next !== undefined && isYes(message, understanding) && !cues.has('goodbye') && !cues.has('thanks')) {
       slots.queued = previous.queued!.slice(1)
       return this.#answerOrAct(turn, next, undefined, 1, reading.answers)
     }
