@@ -182,8 +182,10 @@ export class DialoguePolicy {
       return this.#act(turn, 'contact_human_agent', undefined, 1)
     }
 
-    // After a person was asked to take over, what the customer adds about the same matter is for that person.
-    if (previous.handedOff === true && state.topic !== undefined && !cues.has('not_helped') &&
+    // After a person was asked to take over, what the customer adds about the same matter is for that person —
+    // unless the handoff was only because the assistant did not understand, and now it does.
+    const misunderstood = previous.recent?.at(-1) === 'fallback:misunderstood_handoff'
+    if (previous.handedOff === true && state.topic !== undefined && !cues.has('not_helped') && !(misunderstood && understanding.status === 'understood') &&
       (understanding.intent === state.topic.intent || understanding.status !== 'understood' || understanding.intent === 'complaint')) {
       return this.#base(turn, { intent: state.topic.intent, confidence: 1, reply: { kind: 'fallback', name: 'after_handoff' }, handoff: true, topic: state.topic })
     }
