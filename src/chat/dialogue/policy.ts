@@ -194,7 +194,9 @@ export class DialoguePolicy {
     // or a corrected value — unless the message clearly asks for another request.
     const asksOther = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.intent !== request &&
       understanding.confidence >= (cues.has('another') ? CLEARLY_OTHER : PROBABLY_OTHER)
-    const forAnother = orderId !== undefined && (cues.has('another') || cues.has('correction')) && message.contentWords <= MAX_VALUE_WORDS && !asksOther
+    // A longer one too when the model makes little of it ("oh and the car seat from order 90240 too, same thing").
+    const forAnother = orderId !== undefined && (cues.has('another') || cues.has('correction')) && !asksOther &&
+      (message.contentWords <= MAX_VALUE_WORDS || understanding.status !== 'understood' || understanding.confidence < CLAUSE_CONFIDENCE)
     const correctsDate = newDate && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && !asksOther
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
@@ -288,7 +290,7 @@ export class DialoguePolicy {
     if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
       const choice = this.#answerFor(intent, turn.state.topic, answers, turn.understanding.candidates, described)
-      if (choice !== undefined) return this.#answer(turn, choice, intent, confidence, situation)
+      if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
   }
@@ -323,24 +325,25 @@ export class DialoguePolicy {
     if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE) return undefined
     const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
     if (inTopic === undefined && !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
-    const intent = topic !== undefined && choice.answer.intents.includes(topic.intent) ? topic.intent : choice.answer.intents[0]!
-    return this.#answer(turn, choice, intent, Math.max(confidence, choice.confidence), understanding.situation)
+    return this.#answer(turn, choice, Math.max(confidence, choice.confidence), understanding.situation)
   }
 
   /**
-   * The decision to give an answer. The conversation goes on in the request the customer asked in when the answer
-   * belongs to it, else in the active request's, else in the answer's home request. The intent reported is the
-   * request the message itself makes when the model is sure of it and the answer belongs to it ("I want to send it
-   * back, they don't fit" is a refund); otherwise a question about a rule is that rule's, the answer's home ("and do
-   * I pay the postage?" is the refund policy, whatever request it was asked in).
+   * The decision to give an answer. The intent reported is the request the message itself makes when the model is
+   * sure of it and the answer belongs to it ("I want to send them back, they don't fit" is a refund); otherwise a
+   * question about a rule is that rule's, the answer's home ("and do I pay the postage?" is the refund policy,
+   * whatever request it was asked in). A question leaves the active request active, and so does another request the
+   * answer belongs to as well ("how long till the money is back?" in a return): the answer is given beside it.
    */
-  #answer (turn: Turn, choice: AnswerChoice, requested: SupportIntent, confidence: number, modelSituation?: string): Decision {
+  #answer (turn: Turn, choice: AnswerChoice, confidence: number, modelSituation?: string): Decision {
     const { answer } = choice
     const home = answer.intents[0]!
-    const current = turn.state.topic?.intent
-    const intent = answer.intents.includes(requested) ? requested : current !== undefined && answer.intents.includes(current) ? current : home
-    const active = this.#activeAfter(turn.state.topic, intent)
-    const topic: Topic = active.aside === intent ? { ...active, asideAnswer: answer.id } : { ...active, answer: answer.id }
+    const current = turn.state.topic
+    const reported = this.#ownRequest(turn.understanding, answer) ?? home
+    const beside = current !== undefined && current.intent !== reported && !this.#questions.has(reported) && answer.intents.includes(current.intent)
+    const intent = beside ? current.intent : reported
+    const active = beside ? current : this.#activeAfter(current, intent)
+    const topic: Topic = beside || active.aside === reported ? { ...active, aside: reported, asideAnswer: answer.id } : { ...active, answer: answer.id }
     const described = turn.slots.situation ?? modelSituation
     if (described !== undefined && topic.intent === intent) topic.situation = described
     const decision = this.#base(turn, {
@@ -358,7 +361,7 @@ export class DialoguePolicy {
     } else {
       this.#resume(turn, decision)
     }
-    decision.intent = this.#ownRequest(turn.understanding, answer) ?? home
+    decision.intent = reported
     return decision
   }
 
