@@ -218,9 +218,12 @@ export class DialoguePolicy {
     if (courtesy !== undefined) return this.#courtesy(turn, courtesy)
 
     // "I bought a lamp from you on 25 October": a statement, no request yet (known only from the message's cues),
-    // unless the model is sure of a request in it; a purchase told with its date asks for nothing, however sure.
+    // unless the model is sure of a request in it; a purchase told with its date asks for nothing, however sure the
+    // model, unless the pack has an answer for it ("ordered 10 min ago and forgot the flat number").
+    const surest = reading.answers?.top()
+    const answered = surest?.answer !== undefined && surest.confidence >= this.#answerThreshold
     if (reading.slots !== undefined && !message.asks && message.situation === undefined && !understanding.angry && newDate &&
-      (cues.has('purchase') || understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
+      ((cues.has('purchase') && !answered) || understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
       if (request !== undefined) return this.#continue(turn, request)
       return this.#acknowledge(turn)
     }
