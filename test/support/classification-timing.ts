@@ -12,6 +12,8 @@ const WARM_UP_CALLS = 10_000
  * as a large one); the median and 99th percentile over `passes` passes.
  */
 export function timeClassification (classify: (message: string) => unknown, messages: readonly string[], passes = 3): ClassificationTiming {
+  // Nothing to time (only answer files given): the warm-up below would never end.
+  if (messages.length === 0) return { median: Number.NaN, p99: Number.NaN }
   for (let calls = 0; calls < Math.max(WARM_UP_CALLS, messages.length);) for (const message of messages) { classify(message); calls++ }
   const samples: number[] = []
   for (let pass = 0; pass < passes; pass++) {

@@ -197,16 +197,21 @@ describe('the dialogue policy with slots and answers', () => {
     expect(decide(after(second, 'still nothing in my inbox'), 'yes please', understood('thanks', 0.5))).toMatchObject({ intent: 'contact_human_agent', handoff: true })
   })
 
-  it('a message of several requests answers each, or the first and says it will come to the next, keeping it', () => {
+  it('a message of several requests answers the same matter\'s questions, and says it will come to another request next', () => {
     const clause = (intent: IntentName, text: string): { understanding: Understanding, answers: ReturnType<AnswerSelector['rank']>, asks: boolean } =>
       ({ understanding: understood(intent, 0.9), answers: answers.rank(stemsOf(text)), asks: true })
     const both = (text: string, first: [IntentName, string], second: [IntentName, string]): Decision =>
       policy.decide(EMPTY, understood(second[0], 0.5, { entities: { orderId: '51236' }, candidates: [{ intent: second[0], probability: 0.5 }, { intent: first[0], probability: 0.4 }] }), {}, TODAY,
         { ...read(text), clauses: [clause(...first), clause(...second)] })
-    // A question with an answer is answered too.
+    // A question of the same matter with an answer is answered too.
+    const postage = both('i want to return order 51236 and also who pays the return postage?', ['get_refund', 'i want to return order 51236'], ['check_refund_policy', 'who pays the return postage'])
+    expect(postage.intent).toBe('get_refund')
+    expect(postage.more).toEqual([{ intent: 'check_refund_policy', reply: { kind: 'answer', id: 'returns.shipping_cost', situations: ['default'] } }])
+    // Another request comes next, even when the pack answers it.
     const charged = both('my order 51236 still has not arrived and also i was charged twice?', ['track_order', 'my order 51236 still has not arrived'], ['payment_issue', 'i was charged twice'])
     expect(charged.intent).toBe('track_order')
-    expect(charged.more).toEqual([{ intent: 'payment_issue', reply: { kind: 'answer', id: 'payment.double_charge', situations: ['default'] } }])
+    expect(charged.slots.queued).toEqual(['payment_issue'])
+    expect(charged.more).toEqual([{ intent: 'payment_issue', reply: { kind: 'fallback', name: 'queued_request' } }])
     // A request that is only asked for comes next.
     const review = both('where is my order 51236, and also i want to leave a review?', ['track_order', 'where is my order 51236'], ['review', 'i want to leave a review'])
     expect(review.intent).toBe('track_order')

@@ -95,10 +95,14 @@ const PROBABLY_OTHER = 0.7
 const ACCOUNT_INTENTS: ReadonlySet<string> = new Set(['create_account', 'delete_account', 'edit_account', 'recover_password', 'registration_problems', 'switch_account', 'newsletter_subscription'])
 /** Reply situations that stand for another when a reply has none of their own. */
 const SITUATION_FALLBACKS: Readonly<Record<string, string>> = { lost_parcel: 'late_delivery', compromised: 'account_compromised' }
+/** The model must be this sure of the request a message makes for an answer given in it to report that request. */
+const OWN_REQUEST = 0.7
 /** A shop question asked in words the intent model did not take for one is answered when the selector is this sure. */
 const RESCUE_CONFIDENCE = 0.6
 /** …and the intent model must give one of the answer's requests at least this probability. */
 const RESCUE_CANDIDATE = 0.1
+/** …or, when the selector is this sure, the situation the message describes must belong to one of them. */
+const SURE_ANSWER = 0.9
 const EMPTY_SLOTS: MessageSlots = { cues: new Set(), asks: false, contentWords: 0 }
 const WINDOW_SITUATIONS = ['inside_window', 'window_last_day', 'outside_window', 'future_purchase'] as const
 
@@ -178,8 +182,10 @@ export class DialoguePolicy {
       return this.#act(turn, 'contact_human_agent', undefined, 1)
     }
 
-    // After a person was asked to take over, what the customer adds about the same matter is for that person.
-    if (previous.handedOff === true && state.topic !== undefined && !cues.has('not_helped') &&
+    // After a person was asked to take over, what the customer adds about the same matter is for that person —
+    // unless the handoff was only because the assistant did not understand, and now it does.
+    const misunderstood = previous.recent?.at(-1) === 'fallback:misunderstood_handoff'
+    if (previous.handedOff === true && state.topic !== undefined && !cues.has('not_helped') && !(misunderstood && understanding.status === 'understood') &&
       (understanding.intent === state.topic.intent || understanding.status !== 'understood' || understanding.intent === 'complaint')) {
       return this.#base(turn, { intent: state.topic.intent, confidence: 1, reply: { kind: 'fallback', name: 'after_handoff' }, handoff: true, topic: state.topic })
     }
@@ -188,7 +194,9 @@ export class DialoguePolicy {
     // or a corrected value — unless the message clearly asks for another request.
     const asksOther = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.intent !== request &&
       understanding.confidence >= (cues.has('another') ? CLEARLY_OTHER : PROBABLY_OTHER)
-    const forAnother = orderId !== undefined && (cues.has('another') || cues.has('correction')) && message.contentWords <= MAX_VALUE_WORDS && !asksOther
+    // A longer one too when the model makes little of it ("oh and the car seat from order 90240 too, same thing").
+    const forAnother = orderId !== undefined && (cues.has('another') || cues.has('correction')) && !asksOther &&
+      (message.contentWords <= MAX_VALUE_WORDS || understanding.status !== 'understood' || understanding.confidence < CLAUSE_CONFIDENCE)
     const correctsDate = newDate && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && !asksOther
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
@@ -198,9 +206,9 @@ export class DialoguePolicy {
       return this.#continue(turn, request)
     }
 
-    // "ok" after the assistant said it would come to another request next: that request.
+    // "ok" after the assistant said it would come to another request next: that request ("ok thanks" is thanks).
     const next = previous.queued?.[0]
-    if (next !== undefined && isYes(message, understanding) && !cues.has('goodbye')) {
+    if (next !== undefined && isYes(message, understanding) && !cues.has('goodbye') && !cues.has('thanks')) {
       slots.queued = previous.queued!.slice(1)
       return this.#answerOrAct(turn, next, undefined, 1, reading.answers)
     }
@@ -210,9 +218,12 @@ export class DialoguePolicy {
     if (courtesy !== undefined) return this.#courtesy(turn, courtesy)
 
     // "I bought a lamp from you on 25 October": a statement, no request yet (known only from the message's cues),
-    // unless the model is sure of a request in it.
-    if (reading.slots !== undefined && !message.asks && message.situation === undefined && !understanding.angry &&
-      newDate && (understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
+    // unless the model is sure of a request in it; a purchase told with its date asks for nothing, however sure the
+    // model, unless the pack has an answer for it ("ordered 10 min ago and forgot the flat number").
+    const surest = reading.answers?.top()
+    const answered = surest?.answer !== undefined && surest.confidence >= this.#answerThreshold
+    if (reading.slots !== undefined && !message.asks && message.situation === undefined && !understanding.angry && newDate &&
+      ((cues.has('purchase') && !answered) || understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
       if (request !== undefined) return this.#continue(turn, request)
       return this.#acknowledge(turn)
     }
@@ -267,8 +278,8 @@ export class DialoguePolicy {
     }
 
     const decision = this.#answerOrAct(turn, intent, situation, confidence, answers)
-    // The same reply as the last, to other words than last time: what was said did not help.
-    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && decision.intent === topic.intent &&
+    // The same reply as the last, to other words than last time and no new question: what was said did not help.
+    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
       state.slots?.recent?.at(-1) === decision.slots.recent!.at(-1)
     if (repeated) return this.#notHelped(turn, topic.intent)
@@ -280,8 +291,9 @@ export class DialoguePolicy {
   #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined): Decision {
     // A request that hands over, or an angry complaint, is answered by handing over.
     if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
-      const choice = this.#answerFor(intent, turn.state.topic, answers, turn.understanding.candidates)
-      if (choice !== undefined) return this.#answer(turn, choice, intent, confidence, situation)
+      const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
+      const choice = this.#answerFor(intent, turn.state.topic, answers, turn.understanding.candidates, described)
+      if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
   }
@@ -289,16 +301,18 @@ export class DialoguePolicy {
   /**
    * The best answer within the request, or within the active request and the question asked in it when one of
    * theirs is more probable ("and do I pay the postage?" in a return, read as a delivery question), or the answer
-   * the selector is surest of when that is far more probable and the intent model finds its request plausible too.
+   * the selector is surest of when that is far more probable and the intent model finds its request plausible too,
+   * or the situation the customer describes belongs to it ("I just don't like it, can I send it back?").
    */
-  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = []): AnswerChoice | undefined {
+  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent): AnswerChoice | undefined {
     if (answers === undefined) return undefined
     const own = answers.best(new Set([intent]))
     const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
     let choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) ? active : own
     const top = answers.top()
     if (top?.answer !== undefined && top.confidence >= RESCUE_CONFIDENCE && top.confidence > (choice?.confidence ?? 0) &&
-      candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && top.answer!.intents.includes(candidate.intent as SupportIntent))) choice = top
+      ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
+        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && top.answer!.intents.includes(candidate.intent as SupportIntent)))) choice = top
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
 
@@ -314,19 +328,25 @@ export class DialoguePolicy {
     if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE) return undefined
     const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
     if (inTopic === undefined && !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
-    const intent = topic !== undefined && choice.answer.intents.includes(topic.intent) ? topic.intent : choice.answer.intents[0]!
-    return this.#answer(turn, choice, intent, Math.max(confidence, choice.confidence), understanding.situation)
+    return this.#answer(turn, choice, Math.max(confidence, choice.confidence), understanding.situation)
   }
 
-  /** The decision to give an answer: the catalogue intent is the request's when the answer belongs to it. */
-  #answer (turn: Turn, choice: AnswerChoice, requested: SupportIntent, confidence: number, modelSituation?: string): Decision {
+  /**
+   * The decision to give an answer. The intent reported is the request the message itself makes when the model is
+   * sure of it and the answer belongs to it ("I want to send them back, they don't fit" is a refund); otherwise a
+   * question about a rule is that rule's, the answer's home ("and do I pay the postage?" is the refund policy,
+   * whatever request it was asked in). A question leaves the active request active, and so does another request the
+   * answer belongs to as well ("how long till the money is back?" in a return): the answer is given beside it.
+   */
+  #answer (turn: Turn, choice: AnswerChoice, confidence: number, modelSituation?: string): Decision {
     const { answer } = choice
-    // The request the customer asked in when the answer belongs to it; else the active request's; else its own.
     const home = answer.intents[0]!
-    const current = turn.state.topic?.intent
-    const intent = answer.intents.includes(requested) ? requested : current !== undefined && answer.intents.includes(current) ? current : home
-    const active = this.#activeAfter(turn.state.topic, intent)
-    const topic: Topic = active.aside === intent ? { ...active, asideAnswer: answer.id } : { ...active, answer: answer.id }
+    const current = turn.state.topic
+    const reported = this.#ownRequest(turn.understanding, answer) ?? home
+    const beside = current !== undefined && current.intent !== reported && !this.#questions.has(reported) && answer.intents.includes(current.intent)
+    const intent = beside ? current.intent : reported
+    const active = beside ? current : this.#activeAfter(current, intent)
+    const topic: Topic = beside || active.aside === reported ? { ...active, aside: reported, asideAnswer: answer.id } : { ...active, answer: answer.id }
     const described = turn.slots.situation ?? modelSituation
     if (described !== undefined && topic.intent === intent) topic.situation = described
     const decision = this.#base(turn, {
@@ -341,10 +361,17 @@ export class DialoguePolicy {
     if (turn.facts['order_id'] === undefined && this.#pack.intents[intent].needs_order === true && this.#pack.intents[home].needs_order === true) {
       decision.pendingIntent = intent
       decision.more.push({ intent, reply: { kind: 'intent', situations: ['ask_order'] } })
-      return decision
+    } else {
+      this.#resume(turn, decision)
     }
-    this.#resume(turn, decision)
+    decision.intent = reported
     return decision
+  }
+
+  /** The request the message makes, when the answer given belongs to it and the model is sure of it. */
+  #ownRequest (understanding: Understanding, answer: DomainAnswer): SupportIntent | undefined {
+    const own = understanding.intent
+    return isSupportIntent(own) && answer.intents.includes(own) && understanding.confidence >= OWN_REQUEST ? own : undefined
   }
 
   /** The decision to answer `intent` with its own reply: its situation, whether it waits for an order, the topic. */
@@ -497,10 +524,12 @@ export class DialoguePolicy {
     const intent = clause.understanding.intent
     if (!isSupportIntent(intent) || intent === decision.intent) return []
     // A question with an answer, in its own request or the first one's, is answered too, unless that answer needs
-    // an order not known yet.
+    // an order not known yet, or the clause is another request of its own (a late parcel, then a double charge):
+    // that one comes next.
+    const another = !this.#sameFamily(intent, decision.intent) && !this.#questions.has(intent)
     const choice = clause.answers?.best(new Set([intent, ...isSupportIntent(decision.intent) ? [decision.intent] : []]))
     const answer = choice?.answer
-    if (answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id &&
+    if (!another && answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id &&
       (turn.facts['order_id'] !== undefined || this.#pack.intents[answer.intents[0]!].needs_order !== true)) {
       return [{ intent, reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) } }]
     }
