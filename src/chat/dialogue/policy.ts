@@ -335,15 +335,17 @@ export class DialoguePolicy {
    * The decision to give an answer. The intent reported is the request the message itself makes when the model is
    * sure of it and the answer belongs to it ("I want to send them back, they don't fit" is a refund); otherwise a
    * question about a rule is that rule's, the answer's home ("and do I pay the postage?" is the refund policy,
-   * whatever request it was asked in). A question leaves the active request active, and so does another request the
-   * answer belongs to as well ("how long till the money is back?" in a return): the answer is given beside it.
+   * whatever request it was asked in). A question leaves the active request active, and so does a question the model
+   * is sure is another request the answer belongs to as well ("how long till the money is back?" in a return): the
+   * answer is given beside it. A new problem told ("it says my e-mail is taken") becomes the active request.
    */
   #answer (turn: Turn, choice: AnswerChoice, confidence: number, modelSituation?: string): Decision {
     const { answer } = choice
     const home = answer.intents[0]!
     const current = turn.state.topic
-    const reported = this.#ownRequest(turn.understanding, answer) ?? home
-    const beside = current !== undefined && current.intent !== reported && !this.#questions.has(reported) && answer.intents.includes(current.intent)
+    const own = this.#ownRequest(turn.understanding, answer)
+    const reported = own ?? home
+    const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
     const active = beside ? current : this.#activeAfter(current, intent)
     const topic: Topic = beside || active.aside === reported ? { ...active, aside: reported, asideAnswer: answer.id } : { ...active, answer: answer.id }
