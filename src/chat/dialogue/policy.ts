@@ -1,4 +1,4 @@
-import type { AnswerChoice, AnswerRanking } from '../answers/selector.ts'
+import type { AnswerChoice, AnswerRanking, RankedEntry } from '../answers/selector.ts'
 import type { DomainAnswer, DomainPack } from '../domain-pack/schema.ts'
 import { OUT_OF_SCOPE, SOCIAL_INTENTS, SUPPORT_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
 import { MIN_COVERAGE, type Candidate, type Understanding } from '../nlu/understand.ts'
@@ -277,7 +277,7 @@ export class DialoguePolicy {
       return this.#notHelped(turn, topic.intent)
     }
 
-    const decision = this.#answerOrAct(turn, intent, situation, confidence, answers)
+    const decision = this.#answerOrAct(turn, intent, situation, confidence, answers, own.candidates)
     // The same reply as the last, to other words than last time and no new question: what was said did not help.
     const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
@@ -287,12 +287,15 @@ export class DialoguePolicy {
     return decision
   }
 
-  /** The reply to `intent`: the answer to the question asked within it when the selector is sure, else its reply. */
-  #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined): Decision {
+  /**
+   * The reply to `intent`: the answer to the question asked within it when the selector is sure, else its reply.
+   * `answers` and `candidates` are the message's, or its first request's when it makes several.
+   */
+  #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined, candidates = turn.understanding.candidates): Decision {
     // A request that hands over, or an angry complaint, is answered by handing over.
     if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
-      const choice = this.#answerFor(intent, turn.state.topic, answers, turn.understanding.candidates, described)
+      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described)
       if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
@@ -312,8 +315,18 @@ export class DialoguePolicy {
     const top = answers.top()
     if (top?.answer !== undefined && top.confidence >= RESCUE_CONFIDENCE && top.confidence > (choice?.confidence ?? 0) &&
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
-        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && top.answer!.intents.includes(candidate.intent as SupportIntent)))) choice = top
+        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))) choice = top
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
+  }
+
+  /**
+   * Whether the intent model's reading `intent` fits the selector's answer: one of the answer's requests, or when the
+   * selector is sure, one whose follow-ups include the answer's home ("how long does a parcel trace take?" read as a
+   * delivery-time question is the tracking answer's).
+   */
+  #plausibleFor (ranked: RankedEntry, intent: IntentName): boolean {
+    const intents = ranked.answer?.intents ?? []
+    return intents.includes(intent as SupportIntent) || (ranked.confidence >= SURE_ANSWER && this.#followUps.get(intent)?.has(intents[0]!) === true)
   }
 
   /** An off-topic or unclear message that the answer selector is sure is a question the pack answers. */
