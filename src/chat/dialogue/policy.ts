@@ -229,7 +229,7 @@ export class DialoguePolicy {
     }
 
     // Several requests at once: the first is answered now, and the others too or next.
-    const clauses = this.#requests(reading.clauses, understanding)
+    const clauses = this.#questionFirst(this.#requests(reading.clauses, understanding))
     const main = clauses[0]
     const own = main === undefined ? understanding : { ...main.understanding, entities, valueOnly: false, angry: understanding.angry }
     const answers = main === undefined ? reading.answers : main.answers
@@ -537,7 +537,7 @@ export class DialoguePolicy {
    */
   #alsoAsked (turn: Turn, decision: Decision, clause: ClauseReading): ReplyPart[] {
     const intent = clause.understanding.intent
-    if (!isSupportIntent(intent) || intent === decision.intent) return []
+    if (!isSupportIntent(intent)) return []
     // A question with an answer, in its own request or the first one's, is answered too, unless that answer needs
     // an order not known yet, or the clause is another request of its own (a late parcel, then a double charge):
     // that one comes next.
@@ -549,7 +549,7 @@ export class DialoguePolicy {
       return [{ intent, reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) } }]
     }
     // Another side of the same matter is covered by the first reply.
-    if (this.#sameFamily(intent, decision.intent)) return []
+    if (intent === decision.intent || this.#sameFamily(intent, decision.intent)) return []
     if (this.#questions.has(intent)) return [{ intent, reply: { kind: 'intent', situations: this.#situations(turn, this.#pack.intents[intent].replies, clause.understanding.situation) } }]
     const queued = [...decision.slots.queued ?? [], intent].filter((waiting, i, all) => all.indexOf(waiting) === i).slice(0, MAX_QUEUED)
     decision.slots.queued = queued
@@ -582,6 +582,24 @@ export class DialoguePolicy {
     })
     if (distinct.length < 2 || !distinct.some((clause) => clause.understanding.intent === whole.intent || this.#sameFamily(clause.understanding.intent, whole.intent))) return []
     return distinct
+  }
+
+  /**
+   * The requests of a message with a question the pack answers first, when the first request has no answer and the
+   * question is about the same matter ("I cancelled my order yesterday. When do I get my money back?"): the answer
+   * covers both, and the order number is asked for after it.
+   */
+  #questionFirst (requests: ClauseReading[]): ClauseReading[] {
+    const [first, ...rest] = requests
+    if (first === undefined || this.#clauseAnswer(first) !== undefined) return requests
+    const question = rest.find((clause) => this.#sameFamily(clause.understanding.intent, first.understanding.intent) && this.#clauseAnswer(clause) !== undefined)
+    return question === undefined ? requests : [question, ...requests.filter((clause) => clause !== question)]
+  }
+
+  /** The answer a clause asks for, in its own request, when the selector is sure enough. */
+  #clauseAnswer (clause: ClauseReading): string | undefined {
+    const best = clause.answers?.best(new Set([clause.understanding.intent as SupportIntent]))
+    return best?.answer !== undefined && best.confidence >= this.#answerThreshold ? best.answer.id : undefined
   }
 
   /** Whether two requests are one or follow up each other. */
