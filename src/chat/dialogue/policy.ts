@@ -544,7 +544,10 @@ export class DialoguePolicy {
     const another = !this.#sameFamily(intent, decision.intent) && !this.#questions.has(intent)
     const choice = clause.answers?.best(new Set([intent, ...isSupportIntent(decision.intent) ? [decision.intent] : []]))
     const answer = choice?.answer
-    if (!another && answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id &&
+    // An answer stating the same policy as the first one says nothing new ("can I still return it? am I in time?").
+    const first = decision.answer === undefined ? undefined : this.#answers.get(decision.answer.id)
+    const repeats = first !== undefined && answer !== undefined && answer.states.some((fact) => first.states.includes(fact))
+    if (!another && answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id && !repeats &&
       (turn.facts['order_id'] !== undefined || this.#pack.intents[answer.intents[0]!].needs_order !== true)) {
       return [{ intent, reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) } }]
     }
