@@ -380,6 +380,8 @@ export class DialoguePolicy {
       this.#resume(turn, decision)
     }
     decision.intent = reported
+    // The model's probability for the request it read, or for the rule's intent the selector's for its answer.
+    if (own === undefined) decision.confidence = choice.confidence
     return decision
   }
 
