@@ -45,7 +45,7 @@ export function contentWordCount (stems: readonly string[]): number {
 const IGNORED = new Set([
   'a', 'an', 'the', 'i', 'me', 'my', 'mine', 'it', 'its', 'to', 'of', 'and', 'you', 'your', 'for', 'on', 'in', 'at',
   'thi', 'that', 'these', 'those', 'is', 'am', 'ar', 'wa', 'were', 'be', 'been', 'we', 'us', 'our', 'with', 'pleas',
-  'so', 'just', 'hi', 'hello', 'hei', 'there', 'um', 'uh', 'like', 'realli', 'veri', 'gui', 'lol', 'oh'
+  'so', 'just', 'hi', 'hello', 'hei', 'there', 'um', 'uh', 'like', 'realli', 'veri', 'gui', 'lol', 'oh', 'thei', 'them', 'their'
 ])
 const HAS_DIGIT = /\d/
 /** Longer "words" (pasted hashes, noise) are kept as they are, not stemmed or cached. */

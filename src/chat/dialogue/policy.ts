@@ -1,4 +1,4 @@
-import type { AnswerChoice, AnswerRanking } from '../answers/selector.ts'
+import type { AnswerChoice, AnswerRanking, RankedEntry } from '../answers/selector.ts'
 import type { DomainAnswer, DomainPack } from '../domain-pack/schema.ts'
 import { OUT_OF_SCOPE, SOCIAL_INTENTS, SUPPORT_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
 import { MIN_COVERAGE, type Candidate, type Understanding } from '../nlu/understand.ts'
@@ -229,7 +229,7 @@ export class DialoguePolicy {
     }
 
     // Several requests at once: the first is answered now, and the others too or next.
-    const clauses = this.#requests(reading.clauses, understanding)
+    const clauses = this.#questionFirst(this.#requests(reading.clauses, understanding))
     const main = clauses[0]
     const own = main === undefined ? understanding : { ...main.understanding, entities, valueOnly: false, angry: understanding.angry }
     const answers = main === undefined ? reading.answers : main.answers
@@ -277,7 +277,7 @@ export class DialoguePolicy {
       return this.#notHelped(turn, topic.intent)
     }
 
-    const decision = this.#answerOrAct(turn, intent, situation, confidence, answers)
+    const decision = this.#answerOrAct(turn, intent, situation, confidence, answers, own.candidates)
     // The same reply as the last, to other words than last time and no new question: what was said did not help.
     const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
@@ -287,12 +287,15 @@ export class DialoguePolicy {
     return decision
   }
 
-  /** The reply to `intent`: the answer to the question asked within it when the selector is sure, else its reply. */
-  #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined): Decision {
+  /**
+   * The reply to `intent`: the answer to the question asked within it when the selector is sure, else its reply.
+   * `answers` and `candidates` are the message's, or its first request's when it makes several.
+   */
+  #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined, candidates = turn.understanding.candidates): Decision {
     // A request that hands over, or an angry complaint, is answered by handing over.
     if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
-      const choice = this.#answerFor(intent, turn.state.topic, answers, turn.understanding.candidates, described)
+      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described)
       if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
@@ -312,8 +315,18 @@ export class DialoguePolicy {
     const top = answers.top()
     if (top?.answer !== undefined && top.confidence >= RESCUE_CONFIDENCE && top.confidence > (choice?.confidence ?? 0) &&
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
-        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && top.answer!.intents.includes(candidate.intent as SupportIntent)))) choice = top
+        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))) choice = top
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
+  }
+
+  /**
+   * Whether the intent model's reading `intent` fits the selector's answer: one of the answer's requests, or when the
+   * selector is sure, one whose follow-ups include the answer's home ("how long does a parcel trace take?" read as a
+   * delivery-time question is the tracking answer's).
+   */
+  #plausibleFor (ranked: RankedEntry, intent: IntentName): boolean {
+    const intents = ranked.answer?.intents ?? []
+    return intents.includes(intent as SupportIntent) || (ranked.confidence >= SURE_ANSWER && this.#followUps.get(intent)?.has(intents[0]!) === true)
   }
 
   /** An off-topic or unclear message that the answer selector is sure is a question the pack answers. */
@@ -335,15 +348,17 @@ export class DialoguePolicy {
    * The decision to give an answer. The intent reported is the request the message itself makes when the model is
    * sure of it and the answer belongs to it ("I want to send them back, they don't fit" is a refund); otherwise a
    * question about a rule is that rule's, the answer's home ("and do I pay the postage?" is the refund policy,
-   * whatever request it was asked in). A question leaves the active request active, and so does another request the
-   * answer belongs to as well ("how long till the money is back?" in a return): the answer is given beside it.
+   * whatever request it was asked in). A question leaves the active request active, and so does a question the model
+   * is sure is another request the answer belongs to as well ("how long till the money is back?" in a return): the
+   * answer is given beside it. A new problem told ("it says my e-mail is taken") becomes the active request.
    */
   #answer (turn: Turn, choice: AnswerChoice, confidence: number, modelSituation?: string): Decision {
     const { answer } = choice
     const home = answer.intents[0]!
     const current = turn.state.topic
-    const reported = this.#ownRequest(turn.understanding, answer) ?? home
-    const beside = current !== undefined && current.intent !== reported && !this.#questions.has(reported) && answer.intents.includes(current.intent)
+    const own = this.#ownRequest(turn.understanding, answer)
+    const reported = own ?? home
+    const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
     const active = beside ? current : this.#activeAfter(current, intent)
     const topic: Topic = beside || active.aside === reported ? { ...active, aside: reported, asideAnswer: answer.id } : { ...active, answer: answer.id }
@@ -365,6 +380,8 @@ export class DialoguePolicy {
       this.#resume(turn, decision)
     }
     decision.intent = reported
+    // The model's probability for the request it read, or for the rule's intent the selector's for its answer.
+    if (own === undefined) decision.confidence = choice.confidence
     return decision
   }
 
@@ -522,19 +539,22 @@ export class DialoguePolicy {
    */
   #alsoAsked (turn: Turn, decision: Decision, clause: ClauseReading): ReplyPart[] {
     const intent = clause.understanding.intent
-    if (!isSupportIntent(intent) || intent === decision.intent) return []
+    if (!isSupportIntent(intent)) return []
     // A question with an answer, in its own request or the first one's, is answered too, unless that answer needs
     // an order not known yet, or the clause is another request of its own (a late parcel, then a double charge):
     // that one comes next.
     const another = !this.#sameFamily(intent, decision.intent) && !this.#questions.has(intent)
     const choice = clause.answers?.best(new Set([intent, ...isSupportIntent(decision.intent) ? [decision.intent] : []]))
     const answer = choice?.answer
-    if (!another && answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id &&
+    // An answer stating the same policy as the first one says nothing new ("can I still return it? am I in time?").
+    const first = decision.answer === undefined ? undefined : this.#answers.get(decision.answer.id)
+    const repeats = first !== undefined && answer !== undefined && answer.states.some((fact) => first.states.includes(fact))
+    if (!another && answer !== undefined && choice!.confidence >= this.#answerThreshold && answer.id !== decision.answer?.id && !repeats &&
       (turn.facts['order_id'] !== undefined || this.#pack.intents[answer.intents[0]!].needs_order !== true)) {
       return [{ intent, reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) } }]
     }
     // Another side of the same matter is covered by the first reply.
-    if (this.#sameFamily(intent, decision.intent)) return []
+    if (intent === decision.intent || this.#sameFamily(intent, decision.intent)) return []
     if (this.#questions.has(intent)) return [{ intent, reply: { kind: 'intent', situations: this.#situations(turn, this.#pack.intents[intent].replies, clause.understanding.situation) } }]
     const queued = [...decision.slots.queued ?? [], intent].filter((waiting, i, all) => all.indexOf(waiting) === i).slice(0, MAX_QUEUED)
     decision.slots.queued = queued
@@ -567,6 +587,24 @@ export class DialoguePolicy {
     })
     if (distinct.length < 2 || !distinct.some((clause) => clause.understanding.intent === whole.intent || this.#sameFamily(clause.understanding.intent, whole.intent))) return []
     return distinct
+  }
+
+  /**
+   * The requests of a message with a question the pack answers first, when the first request has no answer and the
+   * question is about the same matter ("I cancelled my order yesterday. When do I get my money back?"): the answer
+   * covers both, and the order number is asked for after it.
+   */
+  #questionFirst (requests: ClauseReading[]): ClauseReading[] {
+    const [first, ...rest] = requests
+    if (first === undefined || this.#clauseAnswer(first) !== undefined) return requests
+    const question = rest.find((clause) => this.#sameFamily(clause.understanding.intent, first.understanding.intent) && this.#clauseAnswer(clause) !== undefined)
+    return question === undefined ? requests : [question, ...requests.filter((clause) => clause !== question)]
+  }
+
+  /** The answer a clause asks for, in its own request, when the selector is sure enough. */
+  #clauseAnswer (clause: ClauseReading): string | undefined {
+    const best = clause.answers?.best(new Set([clause.understanding.intent as SupportIntent]))
+    return best?.answer !== undefined && best.confidence >= this.#answerThreshold ? best.answer.id : undefined
   }
 
   /** Whether two requests are one or follow up each other. */

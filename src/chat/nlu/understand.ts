@@ -44,7 +44,7 @@ const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const VALUE_TOKENS = new Set<string>([ENTITY_TOKENS.order_number, ENTITY_TOKENS.date, ENTITY_TOKENS.email])
 /**
  * Words around a value in an answer: "my order number is …", "I bought it …", "what about order …", "no wait, it's
- * …", "sorry, I meant …", "the other one is …".
+ * …", "sorry, I meant …", "the other one is …", "… if that helps".
  */
 const ANSWER_WORDS = new Set([
   'it', 'its', 's', 'is', 'was', 'were', 'the', 'a', 'an', 'my', 'our', 'mine', 'number', 'order', 'no', 'nr', 'num',
@@ -52,7 +52,8 @@ const ANSWER_WORDS = new Set([
   'also', 'what', 'about', 'how', 'for', 'on', 'in', 'at', 'from', 'i', 'we', 'bought', 'buy', 'purchased', 'ordered',
   'got', 'get', 'paid', 'made', 'make', 'placed', 'did', 'them', 'this', 'that', 'one', 'other', 'another', 'second',
   'first', 'date', 'email', 'mail', 'address', 'around', 'roughly', 'maybe', 'think', 'guess', 'believe', 'of', 'same',
-  'sorry', 'meant', 'mean', 'actually', 'wait', 'oh', 'oops', 'correction', 'xnumx'
+  'sorry', 'meant', 'mean', 'actually', 'wait', 'oh', 'oops', 'correction', 'xnumx', 'if', 'help', 'helps', 'case',
+  'need', 'needed', 'useful', 'just'
 ])
 /** A courtesy beside a request is a short message; a long one is read whole. */
 const MAX_CLAUSES = 8

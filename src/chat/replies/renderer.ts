@@ -23,7 +23,7 @@ export interface ReplyRequest {
   facts: Readonly<Record<string, Fact>>
   /** YYYY-MM-DD, UTC. */
   today: string
-  /** The assistant's previous reply, never repeated when another template can be used. */
+  /** The assistant's previous reply, never repeated when another template can be used, nor its links if avoidable. */
   previous?: string
 }
 
@@ -93,9 +93,13 @@ export class ReplyRenderer {
       usable.push(template)
     }
     if (usable.length === 0) return undefined
-    // Usable by construction: every value and link they need is known.
+    // Usable by construction: every value and link they need is known. Another text than the previous reply, and
+    // better one that offers no link the customer was just given ("but I don't have an account!" after the sign-up
+    // help page gets the team, not the page again).
     if (previous !== undefined && usable.length > 1) {
       const fresh = usable.map((template) => template.render(values, links)!).filter((reply) => reply.text !== previous)
+      const newLinks = fresh.filter((reply) => reply.links.every((link) => !previous.includes(link.url)))
+      if (newLinks.length > 0) return this.#choose(newLinks)
       if (fresh.length > 0) return this.#choose(fresh)
     }
     return this.#choose(usable).render(values, links)!
