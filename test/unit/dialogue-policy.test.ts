@@ -150,6 +150,17 @@ describe('the dialogue policy with slots and answers', () => {
     expect(decide(EMPTY, 'is sending it back free?', understood('check_refund_policy', 0.7)).reply).toMatchObject({ kind: 'answer', id: 'returns.shipping_cost', situations: ['default'] })
   })
 
+  it('reports a question by the matter it asks about: a time, the first of two questions, the customer\'s own item', () => {
+    // A delivery option's speed is the delivery time, even where the model reads the options; its price first is not.
+    expect(decide(EMPTY, 'how many days would express need?', understood('delivery_options', 0.95))).toMatchObject({ intent: 'delivery_period', answer: { id: 'delivery.express' } })
+    expect(decide(EMPTY, 'is express expensive, and how fast is it?', understood('delivery_options', 0.95))).toMatchObject({ intent: 'delivery_options', answer: { id: 'delivery.express' } })
+    // When the money comes back is the refund rule, even where the model is sure of a refund's status.
+    expect(decide(EMPTY, 'when does the money come back after a return?', understood('track_refund', 0.95))).toMatchObject({ intent: 'check_refund_policy', answer: { id: 'refunds.processing_time' } })
+    // Whether one's own item can still go back, told with what happened to it, is that return; asked plainly, the rule.
+    expect(decide(EMPTY, 'i just changed my mind about the rug, can i still send it back?', understood('check_refund_policy', 0.8)).intent).toBe('get_refund')
+    expect(decide(EMPTY, 'can i still send back a rug?', understood('check_refund_policy', 0.8)).intent).toBe('check_refund_policy')
+  })
+
   it('a plain request gets the request\'s own reply, not an answer', () => {
     const decision = decide(EMPTY, 'i want to cancel my order', understood('cancel_order'))
     expect(decision).toMatchObject({ intent: 'cancel_order', reply: { kind: 'intent', situations: ['ask_order'] } })

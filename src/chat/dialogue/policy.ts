@@ -125,6 +125,7 @@ export class DialoguePolicy {
   readonly #answerThreshold: number
   readonly #questions: ReadonlySet<string>
   readonly #answers: ReadonlyMap<string, DomainAnswer>
+  readonly #reportedAs: { time: Readonly<Record<string, SupportIntent>>, own_purchase: Readonly<Record<string, SupportIntent>> }
 
   constructor (pack: DomainPack) {
     this.#pack = pack
@@ -133,6 +134,7 @@ export class DialoguePolicy {
     this.#answerThreshold = pack.dialogue?.answer_threshold ?? 0.3
     this.#questions = new Set(pack.dialogue?.questions ?? [])
     this.#answers = new Map(pack.answers.map((answer) => [answer.id, answer]))
+    this.#reportedAs = { time: pack.dialogue?.reported_as?.time ?? {}, own_purchase: pack.dialogue?.reported_as?.own_purchase ?? {} }
   }
 
   decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string, reading: MessageReading = {}): Decision {
@@ -356,8 +358,10 @@ export class DialoguePolicy {
     const { answer } = choice
     const home = answer.intents[0]!
     const current = turn.state.topic
-    const own = this.#ownRequest(turn.understanding, answer)
-    const reported = own ?? home
+    const asked = this.#askedAs(turn, answer)
+    const own = asked === undefined ? this.#ownRequest(turn.understanding, answer) : undefined
+    // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
+    const reported = asked ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
     const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
     const active = beside ? current : this.#activeAfter(current, intent)
@@ -383,6 +387,36 @@ export class DialoguePolicy {
     // The model's probability for the request it read, or for the rule's intent the selector's for its answer.
     if (own === undefined) decision.confidence = choice.confidence
     return decision
+  }
+
+  /**
+   * The intent of a question about when or how long, by the facts its answer states ("how fast is express?" is a
+   * delivery time, "when do I get my money back?" the refund rule), whatever request it was asked in, unless a price
+   * is asked first.
+   */
+  #askedAs (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
+    // Of a time and a price asked together, the first is the question ("is pickup free, and how soon…" is the price).
+    const at = turn.message.cueAt ?? {}
+    const time = at.time !== undefined && at.time <= (at.price ?? Number.POSITIVE_INFINITY)
+    return time ? this.#reportedFor(this.#reportedAs.time, answer) : undefined
+  }
+
+  /**
+   * The intent of a question about an item the customer has bought, by the facts its answer states ("can I still
+   * return it?" once the purchase date or the order is known, or in a return, is that return): a request, not a rule.
+   */
+  #aboutOwnPurchase (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
+    const intent = this.#reportedFor(this.#reportedAs.own_purchase, answer)
+    const told = turn.message.situation !== undefined || turn.state.topic?.intent === intent
+    return told ? intent : undefined
+  }
+
+  #reportedFor (byFact: Readonly<Record<string, SupportIntent>>, answer: DomainAnswer): SupportIntent | undefined {
+    for (const fact of answer.states) {
+      const intent = byFact[fact.split('.', 1)[0]!]
+      if (intent !== undefined && answer.intents.includes(intent)) return intent
+    }
+    return undefined
   }
 
   /** The request the message makes, when the answer given belongs to it and the model is sure of it. */
