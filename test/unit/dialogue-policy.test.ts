@@ -161,6 +161,18 @@ describe('the dialogue policy with slots and answers', () => {
     expect(decide(EMPTY, 'can i still send back a rug?', understood('check_refund_policy', 0.8)).intent).toBe('check_refund_policy')
   })
 
+  it('a time question naming nothing but the active request\'s words is about it; a sure request is not store pickup', () => {
+    const refund: DialogueState = { facts: { order_id: '66120' }, topic: { intent: 'track_refund' }, misunderstoodInARow: 0 }
+    expect(decide(refund, 'how many days does that take?', understood('delivery_period', 0.95))).toMatchObject({ intent: 'check_refund_policy', answer: { id: 'refunds.processing_time' } })
+    // Named, the other matter is answered.
+    expect(decide(refund, 'how many days does express delivery take?', understood('delivery_period', 0.95)).answer?.id).toBe('delivery.express')
+    const tracking: DialogueState = { facts: { order_id: '55310' }, topic: { intent: 'track_order' }, misunderstoodInARow: 0 }
+    const sure = understood('change_shipping_address', 0.86, { candidates: [{ intent: 'change_shipping_address', probability: 0.86 }, { intent: 'delivery_options', probability: 0.12 }] })
+    const moved = decide(tracking, 'could it be delivered to my workplace instead?', sure)
+    expect(moved.intent).toBe('change_shipping_address')
+    expect(moved.answer).toBeUndefined()
+  })
+
   it('a plain request gets the request\'s own reply, not an answer', () => {
     const decision = decide(EMPTY, 'i want to cancel my order', understood('cancel_order'))
     expect(decision).toMatchObject({ intent: 'cancel_order', reply: { kind: 'intent', situations: ['ask_order'] } })

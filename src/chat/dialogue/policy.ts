@@ -297,7 +297,7 @@ export class DialoguePolicy {
     // A request that hands over, or an angry complaint, is answered by handing over.
     if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
-      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described)
+      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'))
       if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
@@ -309,15 +309,28 @@ export class DialoguePolicy {
    * the selector is surest of when that is far more probable and the intent model finds its request plausible too,
    * or the situation the customer describes belongs to it ("I just don't like it, can I send it back?").
    */
-  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent): AnswerChoice | undefined {
+  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent, timeQuestion = false): AnswerChoice | undefined {
     if (answers === undefined) return undefined
     const own = answers.best(new Set([intent]))
     const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
     let choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) ? active : own
     const top = answers.top()
-    if (top?.answer !== undefined && top.confidence >= RESCUE_CONFIDENCE && top.confidence > (choice?.confidence ?? 0) &&
+    // A request the model is sure of gives way only to an answer the selector is sure of ("have it delivered to my
+    // office instead?" is an address change, whatever words it shares with store pickup).
+    const sure = candidates.some((candidate) => candidate.intent === intent && candidate.probability >= OWN_REQUEST)
+    if (top?.answer !== undefined && top.confidence >= (sure && !top.answer.intents.includes(intent) ? SURE_ANSWER : RESCUE_CONFIDENCE) && top.confidence > (choice?.confidence ?? 0) &&
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
         candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))) choice = top
+    // A question of when or how long read as another matter (not one that follows the active request) that names
+    // nothing but the active request's words ("how many days does it take?" while a refund is the topic) is about the
+    // active request, and gets its answer.
+    if (timeQuestion && topic !== undefined && intent !== topic.intent && intent !== topic.aside && this.#followUps.get(topic.intent)?.has(intent) !== true) {
+      const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
+      if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current)) {
+        const inTopic = answers.bestAmong(current)
+        if (inTopic?.answer !== undefined) choice = inTopic
+      }
+    }
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
 
