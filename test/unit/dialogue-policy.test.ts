@@ -173,6 +173,12 @@ describe('the dialogue policy with slots and answers', () => {
     expect(moved.answer).toBeUndefined()
   })
 
+  it('an answer the selector is certain of is given where the model is less sure of a request it does not fit', () => {
+    const question = 'at what point do you treat a parcel as gone?'
+    expect(decide(EMPTY, question, understood('edit_account', 0.86)).answer?.id).toBe('tracking.when_to_act')
+    expect(decide(EMPTY, question, understood('edit_account', 0.99)).answer).toBeUndefined()
+  })
+
   it('a plain request gets the request\'s own reply, not an answer', () => {
     const decision = decide(EMPTY, 'i want to cancel my order', understood('cancel_order'))
     expect(decision).toMatchObject({ intent: 'cancel_order', reply: { kind: 'intent', situations: ['ask_order'] } })

@@ -103,6 +103,8 @@ const RESCUE_CONFIDENCE = 0.6
 const RESCUE_CANDIDATE = 0.1
 /** …or, when the selector is this sure, the situation the message describes must belong to one of them. */
 const SURE_ANSWER = 0.9
+/** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
+const CERTAIN_ANSWER = 0.98
 const EMPTY_SLOTS: MessageSlots = { cues: new Set(), asks: false, contentWords: 0 }
 const WINDOW_SITUATIONS = ['inside_window', 'window_last_day', 'outside_window', 'future_purchase'] as const
 
@@ -320,6 +322,8 @@ export class DialoguePolicy {
     const sure = candidates.some((candidate) => candidate.intent === intent && candidate.probability >= OWN_REQUEST)
     if (top?.answer !== undefined && top.confidence >= (sure && !top.answer.intents.includes(intent) ? SURE_ANSWER : RESCUE_CONFIDENCE) && top.confidence > (choice?.confidence ?? 0) &&
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
+        (top.confidence >= CERTAIN_ANSWER && (described === undefined || top.answer.intents.includes(described)) &&
+          !candidates.some((candidate) => candidate.probability >= CERTAIN_ANSWER)) ||
         candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))) choice = top
     // A question of when or how long read as another matter (not one that follows the active request) that names
     // nothing but the active request's words ("how many days does it take?" while a refund is the topic) is about the
