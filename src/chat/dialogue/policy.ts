@@ -297,7 +297,10 @@ export class DialoguePolicy {
    */
   #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined, candidates = turn.understanding.candidates): Decision {
     // A request that hands over, or an angry complaint, is answered by handing over.
-    if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
+    // …and what the customer says they will do, with the order for it and no question ("great, I'll send it back
+    // today. It's order 20517."), goes on with the request.
+    const planOnly = turn.message.cues.has('own_plan') && turn.understanding.entities.orderId !== undefined && turn.reading.text?.includes('?') !== true
+    if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry) && !planOnly) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
       const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'))
       if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
