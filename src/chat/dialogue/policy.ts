@@ -105,6 +105,7 @@ const RESCUE_CANDIDATE = 0.1
 const SURE_ANSWER = 0.9
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
+const NUMBER = /\d/
 const EMPTY_SLOTS: MessageSlots = { cues: new Set(), asks: false, contentWords: 0 }
 const WINDOW_SITUATIONS = ['inside_window', 'window_last_day', 'outside_window', 'future_purchase'] as const
 
@@ -282,8 +283,10 @@ export class DialoguePolicy {
     }
 
     const decision = this.#answerOrAct(turn, intent, situation, confidence, answers, own.candidates)
-    // The same reply as the last, to other words than last time and no new question: what was said did not help.
-    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
+    // The same reply as the last, to other words than last time and no new question: what was said did not help —
+    // unless the words give something the request needs that no slot reads (a new address: "it's 14 Elm Street").
+    const gives = NUMBER.test(reading.text ?? '')
+    const repeated = topic !== undefined && !newOrder && !newDate && !gives && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
       state.slots?.recent?.at(-1) === decision.slots.recent!.at(-1)
     if (repeated) return this.#notHelped(turn, topic.intent)
