@@ -305,7 +305,7 @@ export class DialoguePolicy {
     const planOnly = turn.message.cues.has('own_plan') && turn.understanding.entities.orderId !== undefined && turn.reading.text?.includes('?') !== true
     if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry) && !planOnly) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
-      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'))
+      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation)
       if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
@@ -317,7 +317,7 @@ export class DialoguePolicy {
    * the selector is surest of when that is far more probable and the intent model finds its request plausible too,
    * or the situation the customer describes belongs to it ("I just don't like it, can I send it back?").
    */
-  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent, timeQuestion = false): AnswerChoice | undefined {
+  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent, timeQuestion = false, modelSituation?: string): AnswerChoice | undefined {
     if (answers === undefined) return undefined
     const own = answers.best(new Set([intent]))
     const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
@@ -326,7 +326,11 @@ export class DialoguePolicy {
     // A request the model is sure of gives way only to an answer the selector is sure of ("have it delivered to my
     // office instead?" is an address change, whatever words it shares with store pickup).
     const sure = candidates.some((candidate) => candidate.intent === intent && candidate.probability >= OWN_REQUEST)
+    // Nor does a situation the model reads in the message as this request ("order N still isn't here after two
+    // weeks" is a late parcel, not a late refund).
+    const agreed = modelSituation !== undefined && this.#pack.slots.situation_requests[modelSituation] === intent
     if (top?.answer !== undefined && top.confidence >= (sure && !top.answer.intents.includes(intent) ? SURE_ANSWER : RESCUE_CONFIDENCE) && top.confidence > (choice?.confidence ?? 0) &&
+      !(agreed && !top.answer.intents.includes(intent)) &&
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
         (top.confidence >= CERTAIN_ANSWER && (described === undefined || top.answer.intents.includes(described)) &&
           !candidates.some((candidate) => candidate.probability >= CERTAIN_ANSWER)) ||
