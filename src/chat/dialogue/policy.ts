@@ -530,7 +530,12 @@ export class DialoguePolicy {
   #notHelped (turn: Turn, intent: SupportIntent): Decision {
     const recent = turn.state.slots?.recent ?? []
     const topic = turn.state.topic ?? { intent }
-    if (this.#pack.intents[intent].replies['not_helped'] !== undefined && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts, turn.values))) {
+    const nextStep = this.#pack.intents[intent].replies['not_helped']
+    // The next step is no step when the answer just given already said it, word for word.
+    const lastAnswer = /^answer:([^/]+)\//.exec(recent.at(-1) ?? '')?.[1]
+    const saidAlready = lastAnswer !== undefined && nextStep !== undefined &&
+      Object.values(this.#answers.get(lastAnswer)?.replies ?? {}).some((templates) => templates?.some((template) => nextStep.includes(template)))
+    if (nextStep !== undefined && !saidAlready && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts, turn.values))) {
       return this.#base(turn, { intent, confidence: 1, reply: { kind: 'intent', situations: ['not_helped'], otherwise: 'not_helped' }, handoff: false, topic })
     }
     if (recent.at(-1) === 'fallback:not_helped') return this.#act(turn, 'contact_human_agent', undefined, 1)
