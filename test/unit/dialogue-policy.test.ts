@@ -179,6 +179,13 @@ describe('the dialogue policy with slots and answers', () => {
     expect(decide(EMPTY, question, understood('edit_account', 0.99)).answer).toBeUndefined()
   })
 
+  it('within a request the model is sure of, an answer is weighed among that request\'s entries', () => {
+    const returning: DialogueState = { facts: { order_id: '66301' }, topic: { intent: 'get_refund', situation: 'broke_in_use' }, misunderstoodInARow: 0 }
+    const sure = understood('track_refund', 0.9, { candidates: [{ intent: 'track_refund', probability: 0.9 }, { intent: 'check_refund_policy', probability: 0.09 }] })
+    expect(decide(returning, 'and how long will the refund take?', sure)).toMatchObject({ intent: 'check_refund_policy', answer: { id: 'refunds.processing_time' } })
+    expect(decide(returning, 'and how long will the refund take?', understood('track_refund', 0.5)).answer).toBeUndefined()
+  })
+
   it('a plain request gets the request\'s own reply, not an answer', () => {
     const decision = decide(EMPTY, 'i want to cancel my order', understood('cancel_order'))
     expect(decision).toMatchObject({ intent: 'cancel_order', reply: { kind: 'intent', situations: ['ask_order'] } })

@@ -103,6 +103,8 @@ const RESCUE_CONFIDENCE = 0.6
 const RESCUE_CANDIDATE = 0.1
 /** …or, when the selector is this sure, the situation the message describes must belong to one of them. */
 const SURE_ANSWER = 0.9
+/** An answer this probable among the entries of a request the model is sure of is its choice there. */
+const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
 const NUMBER = /\d/
@@ -319,13 +321,16 @@ export class DialoguePolicy {
    */
   #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent, timeQuestion = false, modelSituation?: string): AnswerChoice | undefined {
     if (answers === undefined) return undefined
+    const sure = candidates.some((candidate) => candidate.intent === intent && candidate.probability >= OWN_REQUEST)
+    // Within a request the model is sure of, the selector's choice is weighed among that request's entries only ("how
+    // long will the refund take?" shares "how long… take" with delivery times).
     const own = answers.best(new Set([intent]))
+    const among = sure ? answers.bestAmong(new Set([intent])) : undefined
     const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
     let choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) ? active : own
     const top = answers.top()
     // A request the model is sure of gives way only to an answer the selector is sure of ("have it delivered to my
     // office instead?" is an address change, whatever words it shares with store pickup).
-    const sure = candidates.some((candidate) => candidate.intent === intent && candidate.probability >= OWN_REQUEST)
     // Nor does a situation the model reads in the message as this request ("order N still isn't here after two
     // weeks" is a late parcel, not a late refund).
     const agreed = modelSituation !== undefined && this.#pack.slots.situation_requests[modelSituation] === intent
@@ -345,6 +350,7 @@ export class DialoguePolicy {
         if (inTopic?.answer !== undefined) choice = inTopic
       }
     }
+    if (choice === own && choice?.answer !== undefined && among !== undefined && among.confidence >= WITHIN_SURE) choice = among
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
 
