@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { AnswerSelector } from './answers/selector.ts'
-import { readWords } from './answers/terms.ts'
+import { readWords, stemsOf } from './answers/terms.ts'
 import { utcDate } from './calendar.ts'
 import { boundFacts, DEFAULT_FACT_LIMITS, type FactLimits } from './conversation-facts.ts'
 import type { ConversationStore } from './conversation-store.ts'
@@ -150,7 +150,7 @@ export class ChatService {
   read (message: string, today: string): MessageRead {
     const understanding = this.understander.understand(message, today)
     const { words, stems } = readWords(message)
-    const reading: MessageReading = { text: message, answers: this.answers.rank(stems), slots: this.slots.read(stems, message, words) }
+    const reading: MessageReading = { text: message, answers: this.answers.rank(stems, questionStems(message)), slots: this.slots.read(stems, message, words) }
     const clauses = this.#clauses(message, understanding, today)
     if (clauses !== undefined) reading.clauses = clauses
     return { understanding, reading }
@@ -240,3 +240,19 @@ function owns (conversation: Conversation, ownerKey: string, userId: string): bo
 function newConversation (ownerKey: string, userId: string, timestamp: string): Conversation {
   return { id: randomUUID(), ownerKey, userId, createdAt: timestamp, updatedAt: timestamp, facts: {}, misunderstoodInARow: 0, turns: [] }
 }
+
+/**
+ * The stems of the sentences that ask, when the message also tells something in sentences of its own ("I typed it
+ * exactly as in the e-mail. Can I use it with another code?"): the answer is to the question.
+ */
+function questionStems (message: string): string[] | undefined {
+  if (!message.includes('?')) return undefined
+  const sentences = message.split(SENTENCE_BREAK)
+  if (sentences.length < 2) return undefined
+  const questions = sentences.filter((sentence) => sentence.includes('?'))
+  if (questions.length === sentences.length) return undefined
+  return stemsOf(questions.join(' '))
+}
+
+/** After a sentence's end mark, the spaces before the next: one pass, linear. */
+const SENTENCE_BREAK = /(?<=[.!?])\s+/

@@ -150,6 +150,42 @@ describe('the dialogue policy with slots and answers', () => {
     expect(decide(EMPTY, 'is sending it back free?', understood('check_refund_policy', 0.7)).reply).toMatchObject({ kind: 'answer', id: 'returns.shipping_cost', situations: ['default'] })
   })
 
+  it('reports a question by the matter it asks about: a time, the first of two questions, the customer\'s own item', () => {
+    // A delivery option's speed is the delivery time, even where the model reads the options; its price first is not.
+    expect(decide(EMPTY, 'how many days would express need?', understood('delivery_options', 0.95))).toMatchObject({ intent: 'delivery_period', answer: { id: 'delivery.express' } })
+    expect(decide(EMPTY, 'is express expensive, and how fast is it?', understood('delivery_options', 0.95))).toMatchObject({ intent: 'delivery_options', answer: { id: 'delivery.express' } })
+    // When the money comes back is the refund rule, even where the model is sure of a refund's status.
+    expect(decide(EMPTY, 'when does the money come back after a return?', understood('track_refund', 0.95))).toMatchObject({ intent: 'check_refund_policy', answer: { id: 'refunds.processing_time' } })
+    // Whether one's own item can still go back, told with what happened to it, is that return; asked plainly, the rule.
+    expect(decide(EMPTY, 'i just changed my mind about the rug, can i still send it back?', understood('check_refund_policy', 0.8)).intent).toBe('get_refund')
+    expect(decide(EMPTY, 'can i still send back a rug?', understood('check_refund_policy', 0.8)).intent).toBe('check_refund_policy')
+  })
+
+  it('a time question naming nothing but the active request\'s words is about it; a sure request is not store pickup', () => {
+    const refund: DialogueState = { facts: { order_id: '66120' }, topic: { intent: 'track_refund' }, misunderstoodInARow: 0 }
+    expect(decide(refund, 'how many days does that take?', understood('delivery_period', 0.95))).toMatchObject({ intent: 'check_refund_policy', answer: { id: 'refunds.processing_time' } })
+    // Named, the other matter is answered.
+    expect(decide(refund, 'how many days does express delivery take?', understood('delivery_period', 0.95)).answer?.id).toBe('delivery.express')
+    const tracking: DialogueState = { facts: { order_id: '55310' }, topic: { intent: 'track_order' }, misunderstoodInARow: 0 }
+    const sure = understood('change_shipping_address', 0.86, { candidates: [{ intent: 'change_shipping_address', probability: 0.86 }, { intent: 'delivery_options', probability: 0.12 }] })
+    const moved = decide(tracking, 'could it be delivered to my workplace instead?', sure)
+    expect(moved.intent).toBe('change_shipping_address')
+    expect(moved.answer).toBeUndefined()
+  })
+
+  it('an answer the selector is certain of is given where the model is less sure of a request it does not fit', () => {
+    const question = 'at what point do you treat a parcel as gone?'
+    expect(decide(EMPTY, question, understood('edit_account', 0.86)).answer?.id).toBe('tracking.when_to_act')
+    expect(decide(EMPTY, question, understood('edit_account', 0.99)).answer).toBeUndefined()
+  })
+
+  it('within a request the model is sure of, an answer is weighed among that request\'s entries', () => {
+    const returning: DialogueState = { facts: { order_id: '66301' }, topic: { intent: 'get_refund', situation: 'broke_in_use' }, misunderstoodInARow: 0 }
+    const sure = understood('track_refund', 0.9, { candidates: [{ intent: 'track_refund', probability: 0.9 }, { intent: 'check_refund_policy', probability: 0.09 }] })
+    expect(decide(returning, 'and how long will the refund take?', sure)).toMatchObject({ intent: 'check_refund_policy', answer: { id: 'refunds.processing_time' } })
+    expect(decide(returning, 'and how long will the refund take?', understood('track_refund', 0.5)).answer).toBeUndefined()
+  })
+
   it('a plain request gets the request\'s own reply, not an answer', () => {
     const decision = decide(EMPTY, 'i want to cancel my order', understood('cancel_order'))
     expect(decision).toMatchObject({ intent: 'cancel_order', reply: { kind: 'intent', situations: ['ask_order'] } })

@@ -101,8 +101,19 @@ export class AnswerSelector {
    * How likely each entry is for a message (`stems` from stemsOf), to pick from by request: the terms are read as
    * answerTerms reads them, without building them.
    */
-  rank (stems: readonly string[]): AnswerRanking {
+  rank (stems: readonly string[], focus?: readonly string[]): AnswerRanking {
     const scores = new Float64Array(this.#entries.length)
+    const terms: Posting[] = []
+    this.#score(scores, stems, terms)
+    // The sentence that asks the question counts twice: "I typed it exactly. Can I use it with another code?"
+    if (focus !== undefined) this.#score(scores, focus, terms)
+    if (terms.length === 0) return new AnswerRanking(this.#entries, undefined, terms)
+    softmax(scores, TEMPERATURE)
+    return new AnswerRanking(this.#entries, scores, terms)
+  }
+
+  /** Adds each term's postings once to `scores`; the words' (not the pairs') to `terms`. */
+  #score (scores: Float64Array, stems: readonly string[], terms: Posting[]): void {
     const added = this.#added
     added.clear()
     let previous: string | undefined
@@ -111,6 +122,7 @@ export class AnswerSelector {
       const unigram = this.#unigrams.get(stem)
       if (unigram !== undefined && !added.has(unigram)) {
         added.add(unigram)
+        terms.push(unigram)
         addPosting(scores, unigram)
       }
       const bigram = previous === undefined ? undefined : this.#bigrams.get(previous)?.get(stem)
@@ -120,9 +132,6 @@ export class AnswerSelector {
       }
       previous = stem
     }
-    if (added.size === 0) return new AnswerRanking(this.#entries, undefined)
-    softmax(scores, TEMPERATURE)
-    return new AnswerRanking(this.#entries, scores)
   }
 }
 
@@ -130,10 +139,38 @@ export class AnswerSelector {
 export class AnswerRanking {
   readonly #entries: readonly Entry[]
   readonly #probabilities: Float64Array | undefined
+  /** The words of the message that matched (each once, or twice for the question asked). */
+  readonly #terms: readonly Posting[]
 
-  constructor (entries: readonly Entry[], probabilities: Float64Array | undefined) {
+  constructor (entries: readonly Entry[], probabilities: Float64Array | undefined, terms: readonly Posting[]) {
     this.#entries = entries
     this.#probabilities = probabilities
+    this.#terms = terms
+  }
+
+  /**
+   * Whether every word of the message that the selector knows is a word of an entry of `intents`: the message names
+   * nothing of another matter ("how many days does it take?" shares its words with refund times).
+   */
+  namesNothingBut (intents: ReadonlySet<IntentName>): boolean {
+    return this.#terms.every((posting) => posting.entries.some((entry) => this.#entries[entry]!.intents.some((intent) => intents.has(intent))))
+  }
+
+  /** The most probable entry of `intents`, with its probability among theirs alone. */
+  bestAmong (intents: ReadonlySet<IntentName>): RankedEntry | undefined {
+    const probabilities = this.#probabilities
+    if (probabilities === undefined) return undefined
+    let best = -1
+    let sum = 0
+    for (let i = 0; i < this.#entries.length; i++) {
+      if (!this.#entries[i]!.intents.some((intent) => intents.has(intent))) continue
+      sum += probabilities[i]!
+      if (best < 0 || probabilities[i]! > probabilities[best]!) best = i
+    }
+    if (best < 0) return undefined
+    const { answer } = this.#entries[best]!
+    const confidence = Math.round(probabilities[best]! / sum * 1000) / 1000
+    return answer === undefined ? { confidence } : { answer, confidence }
   }
 
   /**

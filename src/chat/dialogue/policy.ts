@@ -103,6 +103,11 @@ const RESCUE_CONFIDENCE = 0.6
 const RESCUE_CANDIDATE = 0.1
 /** …or, when the selector is this sure, the situation the message describes must belong to one of them. */
 const SURE_ANSWER = 0.9
+/** An answer this probable among the entries of a request the model is sure of is its choice there. */
+const WITHIN_SURE = 0.8
+/** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
+const CERTAIN_ANSWER = 0.98
+const NUMBER = /\d/
 const EMPTY_SLOTS: MessageSlots = { cues: new Set(), asks: false, contentWords: 0 }
 const WINDOW_SITUATIONS = ['inside_window', 'window_last_day', 'outside_window', 'future_purchase'] as const
 
@@ -125,6 +130,7 @@ export class DialoguePolicy {
   readonly #answerThreshold: number
   readonly #questions: ReadonlySet<string>
   readonly #answers: ReadonlyMap<string, DomainAnswer>
+  readonly #reportedAs: { time: Readonly<Record<string, SupportIntent>>, own_purchase: Readonly<Record<string, SupportIntent>> }
 
   constructor (pack: DomainPack) {
     this.#pack = pack
@@ -133,6 +139,7 @@ export class DialoguePolicy {
     this.#answerThreshold = pack.dialogue?.answer_threshold ?? 0.3
     this.#questions = new Set(pack.dialogue?.questions ?? [])
     this.#answers = new Map(pack.answers.map((answer) => [answer.id, answer]))
+    this.#reportedAs = { time: pack.dialogue?.reported_as?.time ?? {}, own_purchase: pack.dialogue?.reported_as?.own_purchase ?? {} }
   }
 
   decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string, reading: MessageReading = {}): Decision {
@@ -278,8 +285,10 @@ export class DialoguePolicy {
     }
 
     const decision = this.#answerOrAct(turn, intent, situation, confidence, answers, own.candidates)
-    // The same reply as the last, to other words than last time and no new question: what was said did not help.
-    const repeated = topic !== undefined && !newOrder && !newDate && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
+    // The same reply as the last, to other words than last time and no new question: what was said did not help —
+    // unless the words give something the request needs that no slot reads (a new address: "it's 14 Elm Street").
+    const gives = NUMBER.test(reading.text ?? '')
+    const repeated = topic !== undefined && !newOrder && !newDate && !gives && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
       state.slots?.recent?.at(-1) === decision.slots.recent!.at(-1)
     if (repeated) return this.#notHelped(turn, topic.intent)
@@ -293,9 +302,12 @@ export class DialoguePolicy {
    */
   #answerOrAct (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number, answers: AnswerRanking | undefined, candidates = turn.understanding.candidates): Decision {
     // A request that hands over, or an angry complaint, is answered by handing over.
-    if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry)) {
+    // …and what the customer says they will do, with the order for it and no question ("great, I'll send it back
+    // today. It's order 20517."), goes on with the request.
+    const planOnly = turn.message.cues.has('own_plan') && turn.understanding.entities.orderId !== undefined && turn.reading.text?.includes('?') !== true
+    if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry) && !planOnly) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
-      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described)
+      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation)
       if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
@@ -307,15 +319,38 @@ export class DialoguePolicy {
    * the selector is surest of when that is far more probable and the intent model finds its request plausible too,
    * or the situation the customer describes belongs to it ("I just don't like it, can I send it back?").
    */
-  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent): AnswerChoice | undefined {
+  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent, timeQuestion = false, modelSituation?: string): AnswerChoice | undefined {
     if (answers === undefined) return undefined
+    const sure = candidates.some((candidate) => candidate.intent === intent && candidate.probability >= OWN_REQUEST)
+    // Within a request the model is sure of, the selector's choice is weighed among that request's entries only ("how
+    // long will the refund take?" shares "how long… take" with delivery times).
     const own = answers.best(new Set([intent]))
+    const among = sure ? answers.bestAmong(new Set([intent])) : undefined
     const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
     let choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) ? active : own
     const top = answers.top()
-    if (top?.answer !== undefined && top.confidence >= RESCUE_CONFIDENCE && top.confidence > (choice?.confidence ?? 0) &&
+    // A request the model is sure of gives way only to an answer the selector is sure of ("have it delivered to my
+    // office instead?" is an address change, whatever words it shares with store pickup).
+    // Nor does a situation the model reads in the message as this request ("order N still isn't here after two
+    // weeks" is a late parcel, not a late refund).
+    const agreed = modelSituation !== undefined && this.#pack.slots.situation_requests[modelSituation] === intent
+    if (top?.answer !== undefined && top.confidence >= (sure && !top.answer.intents.includes(intent) ? SURE_ANSWER : RESCUE_CONFIDENCE) && top.confidence > (choice?.confidence ?? 0) &&
+      !(agreed && !top.answer.intents.includes(intent)) &&
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
+        (top.confidence >= CERTAIN_ANSWER && (described === undefined || top.answer.intents.includes(described)) &&
+          !candidates.some((candidate) => candidate.probability >= CERTAIN_ANSWER)) ||
         candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))) choice = top
+    // A question of when or how long read as another matter (not one that follows the active request) that names
+    // nothing but the active request's words ("how many days does it take?" while a refund is the topic) is about the
+    // active request, and gets its answer.
+    if (timeQuestion && topic !== undefined && intent !== topic.intent && intent !== topic.aside && this.#followUps.get(topic.intent)?.has(intent) !== true) {
+      const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
+      if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current)) {
+        const inTopic = answers.bestAmong(current)
+        if (inTopic?.answer !== undefined) choice = inTopic
+      }
+    }
+    if (choice === own && choice?.answer !== undefined && among !== undefined && among.confidence >= WITHIN_SURE) choice = among
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
 
@@ -356,8 +391,10 @@ export class DialoguePolicy {
     const { answer } = choice
     const home = answer.intents[0]!
     const current = turn.state.topic
-    const own = this.#ownRequest(turn.understanding, answer)
-    const reported = own ?? home
+    const asked = this.#askedAs(turn, answer)
+    const own = asked === undefined ? this.#ownRequest(turn.understanding, answer) : undefined
+    // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
+    const reported = asked ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
     const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
     const active = beside ? current : this.#activeAfter(current, intent)
@@ -383,6 +420,36 @@ export class DialoguePolicy {
     // The model's probability for the request it read, or for the rule's intent the selector's for its answer.
     if (own === undefined) decision.confidence = choice.confidence
     return decision
+  }
+
+  /**
+   * The intent of a question about when or how long, by the facts its answer states ("how fast is express?" is a
+   * delivery time, "when do I get my money back?" the refund rule), whatever request it was asked in, unless a price
+   * is asked first.
+   */
+  #askedAs (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
+    // Of a time and a price asked together, the first is the question ("is pickup free, and how soon…" is the price).
+    const at = turn.message.cueAt ?? {}
+    const time = at.time !== undefined && at.time <= (at.price ?? Number.POSITIVE_INFINITY)
+    return time ? this.#reportedFor(this.#reportedAs.time, answer) : undefined
+  }
+
+  /**
+   * The intent of a question about an item the customer has bought, by the facts its answer states ("can I still
+   * return it?" once the purchase date or the order is known, or in a return, is that return): a request, not a rule.
+   */
+  #aboutOwnPurchase (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
+    const intent = this.#reportedFor(this.#reportedAs.own_purchase, answer)
+    const told = turn.message.situation !== undefined || turn.state.topic?.intent === intent
+    return told ? intent : undefined
+  }
+
+  #reportedFor (byFact: Readonly<Record<string, SupportIntent>>, answer: DomainAnswer): SupportIntent | undefined {
+    for (const fact of answer.states) {
+      const intent = byFact[fact.split('.', 1)[0]!]
+      if (intent !== undefined && answer.intents.includes(intent)) return intent
+    }
+    return undefined
   }
 
   /** The request the message makes, when the answer given belongs to it and the model is sure of it. */
@@ -469,7 +536,12 @@ export class DialoguePolicy {
   #notHelped (turn: Turn, intent: SupportIntent): Decision {
     const recent = turn.state.slots?.recent ?? []
     const topic = turn.state.topic ?? { intent }
-    if (this.#pack.intents[intent].replies['not_helped'] !== undefined && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts, turn.values))) {
+    const nextStep = this.#pack.intents[intent].replies['not_helped']
+    // The next step is no step when the answer just given already said it, word for word.
+    const lastAnswer = /^answer:([^/]+)\//.exec(recent.at(-1) ?? '')?.[1]
+    const saidAlready = lastAnswer !== undefined && nextStep !== undefined &&
+      Object.values(this.#answers.get(lastAnswer)?.replies ?? {}).some((templates) => templates?.some((template) => nextStep.includes(template)))
+    if (nextStep !== undefined && !saidAlready && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts, turn.values))) {
       return this.#base(turn, { intent, confidence: 1, reply: { kind: 'intent', situations: ['not_helped'], otherwise: 'not_helped' }, handoff: false, topic })
     }
     if (recent.at(-1) === 'fallback:not_helped') return this.#act(turn, 'contact_human_agent', undefined, 1)

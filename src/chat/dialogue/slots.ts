@@ -16,6 +16,8 @@ export interface MessageSlots {
   /** A payment method of the pack's list that the message names ("PayPal"). */
   paymentMethod?: string
   cues: ReadonlySet<Cue>
+  /** Where each cue is first found (its stem's index): of two questions in one message, the first says what it is. */
+  cueAt?: Partial<Record<Cue, number>>
   /** The message asks something or asks for something: a question mark, or a word of the `request` cue. */
   asks: boolean
   /** How many words it has that say something (not "the", "my", "is", numbers…). */
@@ -49,6 +51,8 @@ export type PendingQuestion = 'request' | 'offer_person'
 export const MAX_QUEUED = 2
 /** Cues matched on words: stems lose the tense, and "I order" is no purchase yet. */
 const WORD_CUES: ReadonlySet<string> = new Set(['purchase'])
+/** Words that only colour what they stand in ("really", "simply"), as stems: skipped when phrases are matched. */
+const FILLERS: ReadonlySet<string> = new Set(['realli', 'veri', 'honestli', 'total', 'complet', 'simpli'])
 /** Replies remembered so that none is repeated within three turns. */
 export const MAX_RECENT = 3
 
@@ -92,29 +96,33 @@ export class SlotReader {
   }
 
   /** The slots and cues of a message whose words and stems (readWords) are given, and whose text is `text`. */
-  read (stems: readonly string[], text: string, words?: readonly string[]): MessageSlots {
+  read (allStems: readonly string[], text: string, words?: readonly string[]): MessageSlots {
+    // "doesn't really suit" is "doesn't suit": a phrase matches across the words that only colour it.
+    const stems = allStems.some((stem) => FILLERS.has(stem)) ? allStems.filter((stem) => !FILLERS.has(stem)) : allStems
     const best: Partial<Record<Phrase['slot'], Phrase>> = {}
     const cues = new Set<Cue>()
-    const found = (phrase: Phrase): void => {
+    const cueAt: Partial<Record<Cue, number>> = {}
+    const found = (phrase: Phrase, at: number): void => {
       if (phrase.slot === 'cue') {
         cues.add(phrase.value as Cue)
+        cueAt[phrase.value as Cue] = Math.min(at, cueAt[phrase.value as Cue] ?? at)
       } else {
         const current = best[phrase.slot]
         if (current === undefined || phrase.rank < current.rank) best[phrase.slot] = phrase
       }
     }
     for (let i = 0; i < (words?.length ?? 0); i++) {
-      for (const phrase of this.#byFirstWord.get(words![i]!) ?? []) if (matchesAt(words!, i, phrase.stems)) found(phrase)
+      for (const phrase of this.#byFirstWord.get(words![i]!) ?? []) if (matchesAt(words!, i, phrase.stems)) found(phrase, i)
     }
     for (let i = 0; i < stems.length; i++) {
       const phrases = this.#byFirstStem.get(stems[i]!)
       if (phrases === undefined) continue
       for (const phrase of phrases) {
         if (!matchesAt(stems, i, phrase.stems)) continue
-        found(phrase)
+        found(phrase, i)
       }
     }
-    const slots: MessageSlots = { cues, asks: text.includes('?') || cues.has('request'), contentWords: contentWordCount(stems) }
+    const slots: MessageSlots = { cues, cueAt, asks: text.includes('?') || cues.has('request'), contentWords: contentWordCount(stems) }
     if (best.item_situation !== undefined) slots.situation = best.item_situation.value
     if (best.preference !== undefined) slots.preference = best.preference.value
     if (best.account !== undefined) slots.account = best.account.value

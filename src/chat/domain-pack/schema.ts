@@ -85,6 +85,8 @@ export const DomainUnderstanding = Type.Object({
 const IntentName = Type.Union(INTENTS.map((name) => Type.Literal(name)))
 
 /** How the conversation is followed: what customers ask next about the same request. */
+const SupportIntentName = Type.Union(SUPPORT_INTENTS.map((name) => Type.Literal(name)))
+
 export const DomainDialogue = Type.Object({
   /**
    * For each request, the requests a customer typically asks next about the same order ("has it shipped?" after an
@@ -103,11 +105,19 @@ export const DomainDialogue = Type.Object({
    * are answered and leave that request active, to go on with after them.
    */
   questions: Type.Array(IntentName, { default: [] }),
+  /**
+   * The intent a question is reported as by the matter it asks about, whatever request it is asked in: for each
+   * policy fact (`delivery_options`, `refund_processing_days`), the intent of a question about when or how long (the
+   * `time` cue) answered by an answer stating it, and of a question about the customer's own item (the message says
+   * what happened to it, or that intent is the active request). Only an intent the answer belongs to.
+   */
+  reported_as: Type.Object({
+    time: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} }),
+    own_purchase: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} })
+  }, { additionalProperties: false, default: {} }),
   /** How a reply names each request when it says it will come to it next ("the payment problem"). */
   request_names: Type.Record(Type.String({ pattern: NAME }), Text, { default: {} })
 }, { additionalProperties: false })
-
-const SupportIntentName = Type.Union(SUPPORT_INTENTS.map((name) => Type.Literal(name)))
 
 /**
  * One answer to a question customers ask inside a request ("is sending it back free?" inside a return): what it
@@ -156,7 +166,11 @@ export const DomainSlots = Type.Object({
     deny: Type.Array(Text),
     own_plan: Type.Array(Text),
     request: Type.Array(Text),
-    purchase: Type.Array(Text)
+    purchase: Type.Array(Text),
+    /** The message asks when or how long ("how fast", "when can I"). */
+    time: Type.Array(Text, { default: [] }),
+    /** The message asks what something costs ("is it free", "how much"). */
+    price: Type.Array(Text, { default: [] })
   }, { additionalProperties: false })
 }, { additionalProperties: false })
 export type DomainSlots = Static<typeof DomainSlots>
