@@ -513,11 +513,17 @@ describe('regular expressions', () => {
   it('the accepted ones that read client text take linear time on adversarial text', () => {
     for (const { key, pattern, flags } of flagged) {
       for (const text of ACCEPTED[key]?.adversarial ?? []) {
-        const regex = new RegExp(pattern, flags)
-        const start = performance.now()
-        // Every match of a global pattern, as the code takes them.
-        const matches = regex.global ? [...text.matchAll(regex)].length : Number(regex.test(text))
-        const ms = performance.now() - start
+        // The fastest of three runs: a pattern that backtracks is slow every time, while a garbage collection or a
+        // busy machine slows one run (a CI run once took 569 ms for what takes 6 ms alone).
+        let ms = Infinity
+        let matches = 0
+        for (let run = 0; run < 3 && ms >= 250; run++) {
+          const regex = new RegExp(pattern, flags)
+          const start = performance.now()
+          // Every match of a global pattern, as the code takes them.
+          matches = regex.global ? [...text.matchAll(regex)].length : Number(regex.test(text))
+          ms = Math.min(ms, performance.now() - start)
+        }
         expect(ms, `${key} on ${JSON.stringify(text.slice(0, 24))}… (${matches} matches)`).toBeLessThan(250)
       }
     }
