@@ -81,6 +81,8 @@ const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const isSupportIntent = (intent: string): intent is SupportIntent => SUPPORT_INTENT_SET.has(intent)
 /** A message with more content words than this is a request of its own, not a value for the active one. */
 const MAX_VALUE_WORDS = 5
+/** An acknowledgement is a few words ("ok got it", "sounds good to me"); a longer message says something more. */
+const MAX_ACKNOWLEDGEMENT_WORDS = 3
 /** A date or order number with at most this many other words that say something is a value given, not a request. */
 const MAX_VALUE_AROUND = 3
 /** How sure the model must be of each clause before a message counts as several requests. */
@@ -811,6 +813,12 @@ function isYes (message: MessageSlots, understanding: Understanding): boolean {
   return !(understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8)
 }
 
+/** A message that only takes note ("ok", "got it", "perfect"), with no request the model is sure of. */
+function isAcknowledgement (message: MessageSlots, understanding: Understanding): boolean {
+  if (!message.cues.has('acknowledge') || message.contentWords > MAX_ACKNOWLEDGEMENT_WORDS) return false
+  return !(understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8)
+}
+
 /**
  * Thanks or goodbye when the message is one, whatever the model made of the words beside it: a courtesy beside a
  * statement of what the customer will do ("ok I'll check my spam, thanks") is still a courtesy; goodbye wins over
@@ -819,8 +827,10 @@ function isYes (message: MessageSlots, understanding: Understanding): boolean {
 function courtesyOf (understanding: Understanding, message: MessageSlots): 'thanks' | 'goodbye' | undefined {
   const { cues } = message
   const social = understanding.intent === 'thanks' || understanding.intent === 'goodbye'
-  const courteous = cues.has('thanks') || cues.has('goodbye')
+  const noted = isAcknowledgement(message, understanding)
+  const courteous = cues.has('thanks') || cues.has('goodbye') || noted
   if (!social && !(courteous && !message.asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
-  if (cues.has('goodbye') || understanding.intent === 'goodbye') return 'goodbye'
+  // Taking note with no goodbye word ("right, good to know") leaves the conversation open.
+  if (cues.has('goodbye') || (understanding.intent === 'goodbye' && !noted)) return 'goodbye'
   return 'thanks'
 }

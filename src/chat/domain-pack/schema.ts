@@ -162,6 +162,8 @@ export const DomainSlots = Type.Object({
     greeting: Type.Array(Text),
     goodbye: Type.Array(Text),
     thanks: Type.Array(Text),
+    /** The customer takes note and asks nothing ("ok", "got it", "sounds good"): a courtesy when it is all they say. */
+    acknowledge: Type.Array(Text, { default: [] }),
     affirm: Type.Array(Text),
     deny: Type.Array(Text),
     own_plan: Type.Array(Text),
