@@ -273,14 +273,21 @@ export class DialoguePolicy {
     // The order number the assistant asked for completes the waiting request, unless the message clearly asks
     // for something else.
     const pending = state.pendingIntent
+    const topic = state.topic
     if (pending !== undefined && orderId !== undefined && (intent === pending || !isSupportIntent(intent))) {
       if (intent !== pending) situation = state.topic?.intent === pending ? state.topic.situation : undefined
       intent = pending
       confidence = 1
     }
 
+    // A shop question with nothing asked is a detail of the active request ("it's a debit card" while a payment
+    // fails, "the standard one" after how long delivery takes): the request goes on with it.
+    if (topic !== undefined && intent !== topic.intent && this.#questions.has(intent) && this.#sameFamily(intent, topic.intent) && !message.asks &&
+      message.situation === undefined && message.contentWords <= MAX_VALUE_WORDS && state.previousIntent !== OUT_OF_SCOPE && isSupportIntent(topic.intent)) {
+      return this.#continue(turn, topic.intent)
+    }
+
     // "It didn't help", said about the request just answered: its next step, or a person.
-    const topic = state.topic
     const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
     if (cues.has('not_helped') && topic !== undefined && !newOrder && (this.#sameMatter(intent, topic) || justAnswered)) {
       return this.#notHelped(turn, topic.intent)
