@@ -110,6 +110,14 @@ const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
 const NUMBER = /\d/
+const WORD_RUN = /[a-z0-9]+/g
+/** Requests that wait for a new address. */
+const ADDRESS_INTENTS: ReadonlySet<string> = new Set(['change_shipping_address', 'set_up_shipping_address'])
+const STREET_WORDS: ReadonlySet<string> = new Set([
+  'street', 'st', 'road', 'rd', 'lane', 'ln', 'avenue', 'ave', 'drive', 'dr', 'close', 'way', 'court', 'ct', 'crescent',
+  'boulevard', 'blvd', 'place', 'pl', 'terrace', 'square', 'sq', 'highway', 'hwy', 'parkway', 'row', 'gardens', 'grove'
+])
+const UNIT_WORDS: ReadonlySet<string> = new Set(['apt', 'apartment', 'flat', 'suite', 'unit'])
 const EMPTY_SLOTS: MessageSlots = { cues: new Set(), asks: false, contentWords: 0 }
 const WINDOW_SITUATIONS = ['inside_window', 'window_last_day', 'outside_window', 'future_purchase'] as const
 
@@ -249,6 +257,8 @@ export class DialoguePolicy {
       const rescued = this.#rescue(turn, own, answers, inTopic.confidence)
       if (rescued !== undefined) return rescued
       if (cues.has('not_helped') && state.topic !== undefined && isSupportIntent(state.previousIntent ?? '')) return this.#notHelped(turn, state.topic.intent)
+      // The new address an address change waits for, which the model cannot read: the change goes on.
+      if (state.topic !== undefined && ADDRESS_INTENTS.has(state.topic.intent) && isStreetAddress(reading.text ?? '')) return this.#continue(turn, state.topic.intent)
       return this.#notUnderstood(turn, inTopic.status, inTopic.confidence)
     }
 
@@ -812,6 +822,23 @@ function withoutAside (topic: Topic): Topic {
 
 function topicOf (state: DialogueState): { topic?: Topic } {
   return state.topic === undefined ? {} : { topic: state.topic }
+}
+
+/**
+ * Whether a message gives a street address: a house number within a few words before a street word ("14 birch
+ * lane"), or a flat or unit with its number ("apt 3"). Read on words, in one pass.
+ */
+function isStreetAddress (text: string): boolean {
+  const words = text.toLowerCase().match(WORD_RUN) ?? []
+  let lastNumber = -Infinity
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!
+    if (NUMBER.test(word)) {
+      if (i > 0 && UNIT_WORDS.has(words[i - 1]!)) return true
+      lastNumber = i
+    } else if (STREET_WORDS.has(word) && i - lastNumber <= 4) return true
+  }
+  return false
 }
 
 /** A short yes ("yes please", "ok", "sure"), not a request of its own. */
