@@ -231,7 +231,7 @@ export class DialoguePolicy {
     }
 
     // "thanks, bye", "ok I'll check my spam, thanks": a courtesy, whatever the words beside it.
-    const courtesy = courtesyOf(understanding, message)
+    const courtesy = courtesyOf(understanding, message, reading.text ?? '')
     if (courtesy !== undefined) return this.#courtesy(turn, courtesy)
 
     // "I bought a lamp from you on 25 October": a statement, no request yet (known only from the message's cues),
@@ -858,12 +858,14 @@ function isAcknowledgement (message: MessageSlots, understanding: Understanding)
  * statement of what the customer will do ("ok I'll check my spam, thanks") is still a courtesy; goodbye wins over
  * thanks ("thanks, bye").
  */
-function courtesyOf (understanding: Understanding, message: MessageSlots): 'thanks' | 'goodbye' | undefined {
+function courtesyOf (understanding: Understanding, message: MessageSlots, text: string): 'thanks' | 'goodbye' | undefined {
   const { cues } = message
   const social = understanding.intent === 'thanks' || understanding.intent === 'goodbye'
   const noted = isAcknowledgement(message, understanding)
   const courteous = cues.has('thanks') || cues.has('goodbye') || noted
-  if (!social && !(courteous && !message.asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
+  // A step reported done names the request it did ("done, password changed"): that asks nothing.
+  const asks = message.asks && !(cues.has('done') && !text.includes('?'))
+  if (!social && !(courteous && !asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
   // Taking note with no goodbye word ("right, good to know") leaves the conversation open.
   if (cues.has('goodbye') || (understanding.intent === 'goodbye' && !noted)) return 'goodbye'
   return 'thanks'

@@ -164,6 +164,8 @@ export const DomainSlots = Type.Object({
     thanks: Type.Array(Text),
     /** The customer takes note and asks nothing ("ok", "got it", "sounds good"): a courtesy when it is all they say. */
     acknowledge: Type.Array(Text, { default: [] }),
+    /** The customer reports a step done ("done", "that worked"): with thanks and no question, a courtesy. */
+    done: Type.Array(Text, { default: [] }),
     affirm: Type.Array(Text),
     deny: Type.Array(Text),
     own_plan: Type.Array(Text),
