@@ -111,6 +111,8 @@ const WITHIN_SURE = 0.8
 const CERTAIN_ANSWER = 0.98
 const NUMBER = /\d/
 const WORD_RUN = /[a-z0-9]+/g
+/** Asking for the team or a person. */
+const CONTACT_INTENTS: ReadonlySet<string> = new Set(['contact_customer_service', 'contact_human_agent'])
 /** Requests that wait for a new address. */
 const ADDRESS_INTENTS: ReadonlySet<string> = new Set(['change_shipping_address', 'set_up_shipping_address'])
 const STREET_WORDS: ReadonlySet<string> = new Set([
@@ -299,8 +301,14 @@ export class DialoguePolicy {
 
     // "It didn't help", said about the request just answered: its next step, or a person.
     const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
-    if (cues.has('not_helped') && topic !== undefined && !newOrder && (this.#sameMatter(intent, topic) || justAnswered)) {
+    // Unless the customer says whom they want instead ("that didn't work, give me your phone number").
+    const asksForContact = own.status === 'understood' && CONTACT_INTENTS.has(own.intent) && own.confidence >= PROBABLY_OTHER
+    if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && (this.#sameMatter(intent, topic) || justAnswered)) {
       return this.#notHelped(turn, topic.intent)
+    }
+    if (asksForContact && cues.has('not_helped')) {
+      intent = own.intent
+      situation = own.situation
     }
 
     const decision = this.#answerOrAct(turn, intent, situation, confidence, answers, own.candidates)
