@@ -110,6 +110,8 @@ const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
 const NUMBER = /\d/
+/** A follow-up that leaves its question to the last one: "and…", "what about…", "how about…". */
+const ELLIPSIS = /^\s*(?:and|what about|how about)\b/i
 const WORD_RUN = /[a-z0-9]+/g
 /** Asking for the team or a person. */
 const CONTACT_INTENTS: ReadonlySet<string> = new Set(['contact_customer_service', 'contact_human_agent'])
@@ -297,6 +299,13 @@ export class DialoguePolicy {
     if (topic !== undefined && intent !== topic.intent && this.#questions.has(intent) && this.#sameFamily(intent, topic.intent) && !message.asks &&
       message.situation === undefined && message.contentWords <= MAX_VALUE_WORDS && state.previousIntent !== OUT_OF_SCOPE && isSupportIntent(topic.intent)) {
       return this.#continue(turn, topic.intent)
+    }
+    // "and with standard?" after how long express takes: the same question about another thing, when the message
+    // names little else (a few words say which).
+    if (topic !== undefined && intent !== topic.intent && this.#questions.has(intent) && this.#questions.has(topic.intent) &&
+      this.#sameFamily(intent, topic.intent) && ELLIPSIS.test(reading.text ?? '') && message.contentWords <= MAX_VALUE_AROUND &&
+      !cues.has('time') && !cues.has('price') && state.previousIntent === topic.intent) {
+      intent = topic.intent
     }
 
     // "It didn't help", said about the request just answered: its next step, or a person.
