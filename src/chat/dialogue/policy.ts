@@ -408,11 +408,27 @@ export class DialoguePolicy {
     const inTopic = topic === undefined ? undefined : this.#answerFor(topic.intent, topic, answers)
     // Any other: right after an off-topic question the customer is still off-topic ("and how long do I bake it?"),
     // and the intent model must find the answer's request plausible too (the selector reads only shared words).
+    const vague = topic === undefined ? undefined : this.#vagueTimeQuestion(turn, understanding, answers, topic)
+    if (vague !== undefined) return this.#answer(turn, vague, vague.confidence, understanding.situation)
     const top = inTopic ?? (turn.state.previousIntent === OUT_OF_SCOPE ? undefined : answers.top())
     if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE) return undefined
     const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
     if (inTopic === undefined && !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
     return this.#answer(turn, choice, Math.max(confidence, choice.confidence), understanding.situation)
+  }
+
+  /**
+   * "How long is that supposed to take??" in a refund: a question of time in a few words that names nothing but the
+   * active request's, which the model is not clearly sure is off topic, asks about the active request's time.
+   */
+  #vagueTimeQuestion (turn: Turn, understanding: Understanding, answers: AnswerRanking, topic: Topic): AnswerChoice | undefined {
+    const { message, state } = turn
+    if (!message.cues.has('time') || !message.asks || message.contentWords > MAX_VALUE_WORDS || state.previousIntent === OUT_OF_SCOPE) return undefined
+    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= CLEARLY_OTHER)) return undefined
+    const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
+    if (!answers.namesNothingBut(current)) return undefined
+    const best = answers.bestAmong(current)
+    return best?.answer === undefined ? undefined : { answer: best.answer, confidence: best.confidence }
   }
 
   /**
