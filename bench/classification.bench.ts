@@ -4,10 +4,9 @@
  * the intent model alone, and with the answer selector, the slots and the clauses of a message of several requests.
  */
 import { readdirSync } from 'node:fs'
-import { ChatService } from '../src/chat/chat-service.ts'
-import { MemoryConversationStore } from '../src/chat/conversation-store.ts'
 import { loadDomainPack } from '../src/chat/domain-pack/load.ts'
 import { readLabelledMessages } from '../src/chat/evaluation/intents.ts'
+import { evaluationChat } from '../src/chat/evaluation/stories.ts'
 import { DEFAULT_MODEL_CACHE, trainedForPack } from '../src/chat/nlu/model-cache.ts'
 import { Understander } from '../src/chat/nlu/understand.ts'
 import { timeClassification } from '../test/support/classification-timing.ts'
@@ -19,13 +18,7 @@ export default async function classification (options: Options): Promise<PartRes
   const pack = loadDomainPack()
   const { trained } = trainedForPack(pack, DEFAULT_MODEL_CACHE)
   const understander = new Understander(trained, pack.understanding)
-  const chat = new ChatService({
-    pack,
-    trained,
-    store: new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1, maxBytes: 1024 * 1024 }),
-    baseUrl: 'https://shop.example.com',
-    historyLimit: 2
-  })
+  const chat = evaluationChat(pack, trained)
   const fixtures = new URL('../test/fixtures/', import.meta.url)
   // Messages labelled with intents; answers-*.csv holds questions labelled with answers (`npm run eval` reads both).
   const messages = readdirSync(fixtures).filter((file) => file.includes('heldout') && !file.startsWith('answers-'))

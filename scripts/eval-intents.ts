@@ -9,11 +9,10 @@
  */
 import { readdirSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { ChatService } from '../src/chat/chat-service.ts'
-import { MemoryConversationStore } from '../src/chat/conversation-store.ts'
 import { DEFAULT_DOMAIN_PACK, loadDomainPack } from '../src/chat/domain-pack/load.ts'
 import { isQuestionFile, readLabelledQuestions, scoreAnswers } from '../src/chat/evaluation/answers.ts'
 import { predictionAt, readLabelledMessages, scoreIntents, type LabelledMessage } from '../src/chat/evaluation/intents.ts'
+import { evaluationChat } from '../src/chat/evaluation/stories.ts'
 import { loadEnglishWords } from '../src/chat/nlu/english.ts'
 import { DEFAULT_MODEL_CACHE, trainedForPack } from '../src/chat/nlu/model-cache.ts'
 import { DEFAULT_SEEDS, trainUnderstanding } from '../src/chat/nlu/training.ts'
@@ -44,13 +43,7 @@ const today = new Date().toISOString().slice(0, 10)
 const understandings = messages.map((message) => understander.understand(message.utterance, today))
 const scores = scoreIntents(messages, understandings.map((understanding) => understanding.intent))
 const timing = timeClassification((message) => understander.understand(message, today), messages.map((message) => message.utterance))
-const chat = new ChatService({
-  pack,
-  trained,
-  store: new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1, maxBytes: 1024 * 1024 }),
-  baseUrl: 'https://shop.example.com',
-  historyLimit: 2
-})
+const chat = evaluationChat(pack, trained)
 const readTiming = timeClassification((message) => chat.read(message, today), messages.map((message) => message.utterance))
 
 const percent = (value: number): string => Number.isNaN(value) ? '—' : `${(value * 100).toFixed(1)}%`

@@ -105,6 +105,20 @@ export function storyChat (pack: DomainPack, trained: TrainedUnderstanding, base
   })
 }
 
+/**
+ * A chat service for reading single messages (`ChatService.read`) and first questions, as `npm run eval` and the
+ * classification bench time and score them: one conversation in memory, the default base URL.
+ */
+export function evaluationChat (pack: DomainPack, trained: TrainedUnderstanding): ChatService {
+  return new ChatService({
+    pack,
+    trained,
+    store: new MemoryConversationStore({ ttlMs: 60_000, maxConversations: 1, maxBytes: 1024 * 1024 }),
+    baseUrl: 'https://shop.example.com',
+    historyLimit: 2
+  })
+}
+
 /** Plays a story against a fresh chat service and compares every turn with what the story expects. */
 export async function runStory (story: Story, chatFor: StoryChat): Promise<StoryResult> {
   const chat = chatFor(story.today ?? DEFAULT_TODAY)
