@@ -53,6 +53,10 @@ export const MAX_QUEUED = 2
 const WORD_CUES: ReadonlySet<string> = new Set(['purchase'])
 /** Words that only colour what they stand in ("really", "simply"), as stems: skipped when phrases are matched. */
 const FILLERS: ReadonlySet<string> = new Set(['realli', 'veri', 'honestli', 'total', 'complet', 'simpli'])
+/** Words that deny what follows them ("it's not broken", "no damage"), as stems. */
+const NEGATIONS: ReadonlySet<string> = new Set(['not', 'no', 'never', 'noth', 'nor', 'without'])
+/** How many stems before a situation phrase a negation denies it: "it isn't even broken". */
+const NEGATION_REACH = 2
 /** Replies remembered so that none is repeated within three turns. */
 export const MAX_RECENT = 3
 
@@ -119,6 +123,8 @@ export class SlotReader {
       if (phrases === undefined) continue
       for (const phrase of phrases) {
         if (!matchesAt(stems, i, phrase.stems)) continue
+        // What happened to the item, denied ("its not broken or anything, I just hate the colour"), did not happen.
+        if (phrase.slot === 'item_situation' && deniedAt(stems, i)) continue
         found(phrase, i)
       }
     }
@@ -129,6 +135,11 @@ export class SlotReader {
     if (best.payment_method !== undefined) slots.paymentMethod = best.payment_method.value
     return slots
   }
+}
+
+function deniedAt (stems: readonly string[], at: number): boolean {
+  for (let j = Math.max(0, at - NEGATION_REACH); j < at; j++) if (NEGATIONS.has(stems[j]!)) return true
+  return false
 }
 
 function matchesAt (stems: readonly string[], at: number, phrase: readonly string[]): boolean {
