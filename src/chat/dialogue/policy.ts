@@ -468,7 +468,9 @@ export class DialoguePolicy {
     } else {
       this.#resume(turn, decision)
     }
-    decision.intent = reported
+    // …unless that other request is no follow-up of the active one: "could I swap it for the black one?" in a
+    // return is that return's exchange, not an order change.
+    decision.intent = beside && asked === undefined && !this.#sameFamily(own, current.intent) ? current.intent : reported
     // The model's probability for the request it read, or for the rule's intent the selector's for its answer.
     if (own === undefined) decision.confidence = choice.confidence
     return decision
