@@ -312,7 +312,10 @@ export class DialoguePolicy {
     const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
     // Unless the customer says whom they want instead ("that didn't work, give me your phone number").
     const asksForContact = own.status === 'understood' && CONTACT_INTENTS.has(own.intent) && own.confidence >= PROBABLY_OTHER
-    if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && (this.#sameMatter(intent, topic) || justAnswered)) {
+    // Nor when it clearly asks a question of another matter, whose words only sound like it ("how do I change the
+    // name? it still shows my old one").
+    const asksElse = reading.text?.includes('?') === true && own.status === 'understood' && isSupportIntent(own.intent) && own.confidence >= CLEARLY_OTHER && topic !== undefined && !this.#sameMatter(own.intent, topic)
+    if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && !asksElse && (this.#sameMatter(intent, topic) || justAnswered)) {
       return this.#notHelped(turn, topic.intent)
     }
     if (asksForContact && cues.has('not_helped')) {
@@ -902,6 +905,7 @@ function courtesyOf (understanding: Understanding, message: MessageSlots, text: 
   const asks = message.asks && !(cues.has('done') && !text.includes('?'))
   if (!social && !(courteous && !asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
   // Taking note with no goodbye word ("right, good to know") leaves the conversation open.
-  if (cues.has('goodbye') || (understanding.intent === 'goodbye' && !noted)) return 'goodbye'
+  // The model's goodbye for a message that says thanks and no goodbye word is a guess ("ok I'll wait till monday. thanks").
+  if (cues.has('goodbye') || (understanding.intent === 'goodbye' && !noted && !cues.has('thanks'))) return 'goodbye'
   return 'thanks'
 }
