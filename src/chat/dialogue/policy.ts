@@ -902,7 +902,8 @@ function courtesyOf (understanding: Understanding, message: MessageSlots, text: 
   const noted = isAcknowledgement(message, understanding)
   const courteous = cues.has('thanks') || cues.has('goodbye') || noted
   // A step reported done names the request it did ("done, password changed"): that asks nothing.
-  const asks = message.asks && !(cues.has('done') && !text.includes('?'))
+  // Nor does what the customer says they will do, with thanks ("ok I'll just send it back when it comes. thanks").
+  const asks = message.asks && !((cues.has('done') || (cues.has('own_plan') && cues.has('thanks'))) && !text.includes('?'))
   if (!social && !(courteous && !asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
   // Taking note with no goodbye word ("right, good to know") leaves the conversation open.
   // The model's goodbye for a message that says thanks and no goodbye word is a guess ("ok I'll wait till monday. thanks").

@@ -125,6 +125,8 @@ export class SlotReader {
         if (!matchesAt(stems, i, phrase.stems)) continue
         // What happened to the item, denied ("its not broken or anything, I just hate the colour"), did not happen.
         if (phrase.slot === 'item_situation' && deniedAt(stems, i)) continue
+        // "Thanks for all the help" asks for none.
+        if (phrase.value === 'request' && stems[i] === 'help' && thankedFor(stems, i)) continue
         found(phrase, i)
       }
     }
@@ -140,6 +142,12 @@ export class SlotReader {
 function deniedAt (stems: readonly string[], at: number): boolean {
   for (let j = Math.max(0, at - NEGATION_REACH); j < at; j++) if (NEGATIONS.has(stems[j]!)) return true
   return false
+}
+
+/** Whether "for" stands within three stems before `at`, after a thanks: "thank you so much for the help". */
+function thankedFor (stems: readonly string[], at: number): boolean {
+  const start = Math.max(0, at - 3)
+  return stems.slice(start, at).includes('for') && stems.slice(0, at).some((stem) => stem === 'thank')
 }
 
 function matchesAt (stems: readonly string[], at: number, phrase: readonly string[]): boolean {
