@@ -79,7 +79,8 @@ export class AnswerSelector {
     }
     for (const [term, list] of lists) {
       const idf = Math.log(1 + (documents.length - list.length + 0.5) / (list.length + 0.5))
-      const posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf) }
+      const posting: Posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf) }
+      if (TIME_WORDS.has(term)) posting.asksTime = true
       const space = term.indexOf(' ')
       if (space < 0) {
         this.#unigrams.set(term, posting)
@@ -149,11 +150,12 @@ export class AnswerRanking {
   }
 
   /**
-   * Whether every word of the message that the selector knows is a word of an entry of `intents`: the message names
-   * nothing of another matter ("how many days does it take?" shares its words with refund times).
+   * Whether every word of the message that the selector knows is a word of an entry of `intents`, or only asks when
+   * or how long: the message names nothing of another matter ("how many days is it supposed to take?" shares its
+   * words with refund times, or with none).
    */
   namesNothingBut (intents: ReadonlySet<IntentName>): boolean {
-    return this.#terms.every((posting) => posting.entries.some((entry) => this.#entries[entry]!.intents.some((intent) => intents.has(intent))))
+    return this.#terms.every((posting) => posting.asksTime === true || posting.entries.some((entry) => this.#entries[entry]!.intents.some((intent) => intents.has(intent))))
   }
 
   /** The most probable entry of `intents`, with its probability among theirs alone. */
@@ -207,7 +209,18 @@ export class AnswerRanking {
 interface Posting {
   entries: Int32Array
   weights: Float64Array
+  /** The term is one of TIME_WORDS. */
+  asksTime?: true
 }
+
+/**
+ * Stems of the English words that ask when or how long without naming what ("how many days is it supposed to
+ * take?"): a question of time made of them and of the active request's words is about that request.
+ */
+const TIME_WORDS: ReadonlySet<string> = new Set([
+  'how', 'long', 'fast', 'quick', 'quickli', 'soon', 'mani', 'dai', 'busi', 'week', 'time', 'when', 'till', 'until',
+  'take', 'suppos', 'meant', 'usual', 'normal', 'expect', 'gener', 'typic', 'wait'
+])
 
 function addPosting (scores: Float64Array, posting: Posting): void {
   for (let i = 0; i < posting.entries.length; i++) scores[posting.entries[i]!]! += posting.weights[i]!
