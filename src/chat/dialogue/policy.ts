@@ -81,6 +81,8 @@ const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const isSupportIntent = (intent: string): intent is SupportIntent => SUPPORT_INTENT_SET.has(intent)
 /** A message with more content words than this is a request of its own, not a value for the active one. */
 const MAX_VALUE_WORDS = 5
+/** A correction that asks nothing may say why in a few more words ("my bad, checked the e-mail, it was the 26th"). */
+const MAX_CORRECTION_WORDS = 8
 /** An acknowledgement is a few words ("ok got it", "sounds good to me"); a longer message says something more. */
 const MAX_ACKNOWLEDGEMENT_WORDS = 3
 /** A date or order number with at most this many other words that say something is a value given, not a request. */
@@ -178,7 +180,9 @@ export class DialoguePolicy {
     const previousDate = facts['purchase_date']
     // "I bought a lamp from you on 25 October": a purchase word further from the date than the recogniser looks.
     const bought = cues.has('purchase') && message.situation !== 'late_delivery' && message.situation !== 'lost_parcel'
-    if (entities.date !== undefined && context['purchase_date'] === undefined && (entities.dateIsPurchase === true || answersWithDate || bought)) {
+    // "sorry, it was october 26 not 28": a date corrects the purchase date the conversation knows.
+    const correctsKnown = cues.has('correction') && previousDate !== undefined
+    if (entities.date !== undefined && context['purchase_date'] === undefined && (entities.dateIsPurchase === true || answersWithDate || bought || correctsKnown)) {
       facts['purchase_date'] = entities.date
     }
     const newDate = facts['purchase_date'] !== previousDate
@@ -218,7 +222,10 @@ export class DialoguePolicy {
     // A longer one too when the model makes little of it ("oh and the car seat from order 90240 too, same thing").
     const forAnother = orderId !== undefined && (cues.has('another') || cues.has('correction')) && !asksOther &&
       (message.contentWords <= MAX_VALUE_WORDS || understanding.status !== 'understood' || understanding.confidence < CLAUSE_CONFIDENCE)
-    const correctsDate = newDate && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && !asksOther
+    // One that says why in a few more words and asks nothing is the correction, whatever the model makes of the
+    // words of why ("looked at the receipt again, it was the 18th not the 25th").
+    const correctsDate = newDate && cues.has('correction') &&
+      ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) || (correctsKnown && message.contentWords <= MAX_CORRECTION_WORDS && reading.text?.includes('?') === false))
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
       message.contentWords <= MAX_VALUE_WORDS && !asksOther
