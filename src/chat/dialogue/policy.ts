@@ -81,6 +81,8 @@ const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const isSupportIntent = (intent: string): intent is SupportIntent => SUPPORT_INTENT_SET.has(intent)
 /** A message with more content words than this is a request of its own, not a value for the active one. */
 const MAX_VALUE_WORDS = 5
+/** A question of at most this many content words, naming nothing, asks about the request at hand. */
+const MAX_VAGUE_WORDS = 6
 /** A correction that asks nothing may say why in a few more words ("my bad, checked the e-mail, it was the 26th"). */
 const MAX_CORRECTION_WORDS = 8
 /** An acknowledgement is a few words ("ok got it", "sounds good to me"); a longer message says something more. */
@@ -420,11 +422,26 @@ export class DialoguePolicy {
     // and the intent model must find the answer's request plausible too (the selector reads only shared words).
     const vague = topic === undefined ? undefined : this.#vagueTimeQuestion(turn, understanding, answers, topic)
     if (vague !== undefined) return this.#answer(turn, vague, vague.confidence, understanding.situation)
+    // "What do you need from me to sort this out?" in a return: a short question that names nothing, which the model
+    // takes for off-topic but not clearly, asks about the active request: its own reply for what happened.
+    if (topic !== undefined && isSupportIntent(topic.intent) && this.#vagueQuestion(turn, understanding, answers)) return this.#act(turn, topic.intent, topic.situation, 1)
     const top = inTopic ?? (turn.state.previousIntent === OUT_OF_SCOPE ? undefined : answers.top())
     if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE) return undefined
     const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
     if (inTopic === undefined && !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
     return this.#answer(turn, choice, Math.max(confidence, choice.confidence), understanding.situation)
+  }
+
+  /**
+   * A short question (at most MAX_VAGUE_WORDS content words) that the model is not clearly sure is off topic and
+   * whose words the answer selector barely knows: it names no matter of its own, so it is about the one at hand.
+   */
+  #vagueQuestion (turn: Turn, understanding: Understanding, answers: AnswerRanking): boolean {
+    const { message, state } = turn
+    if (!message.asks || message.contentWords > MAX_VAGUE_WORDS || state.previousIntent === OUT_OF_SCOPE || message.situation !== undefined) return false
+    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= CLEARLY_OTHER)) return false
+    const top = answers.top()
+    return top === undefined || top.confidence < RESCUE_CONFIDENCE
   }
 
   /**
