@@ -196,13 +196,17 @@ export function replaceEntities (text: string, spans: readonly EntitySpan[], pla
 
 const SENTENCE_END = /[.!?;]/
 const PURCHASE_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|paid|got|received|delivered|arrived|came)\b/i
+/** The words that say the customer bought it, not that it came: of two dates, the one they stand by is the purchase. */
+const BUYING_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|paid)\b/i
 
 /** Entities in a customer's message; `spans` are its recognised entities when the caller has them already. */
 export function extractEntities (message: string, spans: readonly EntitySpan[] = recogniseEntities(message)): MessageEntities {
   const entities: MessageEntities = {}
   const email = spans.find((span) => span.kind === 'email')
   if (email !== undefined) entities.email = email.value
-  const date = spans.find((span) => span.kind === 'date')
+  // "delivered yesterday … bought it on 2026-11-10": the date said to be when they bought it, else the first.
+  const dates = spans.filter((span) => span.kind === 'date')
+  const date = dates.length < 2 ? dates[0] : dates.find((span) => BUYING_WORDS.test(nearby(message, span))) ?? dates[0]
   if (date !== undefined) {
     entities.date = date.value
     entities.dateIsPurchase = PURCHASE_WORDS.test(nearby(message, date))
