@@ -545,11 +545,13 @@ export class DialoguePolicy {
     const definition = this.#pack.intents[intent]
     const angry = intent === 'complaint' && understanding.angry
     const support = isSupportIntent(intent)
-    const asking = support && definition.needs_order === true && facts['order_id'] === undefined
+    // About the account, not an order ("where do I change the address in my account?"): its reply for the account.
+    const accountScoped = facts['order_id'] === undefined && turn.message.cues.has('account_scope') && definition.replies['account_scope'] !== undefined
+    const asking = support && definition.needs_order === true && facts['order_id'] === undefined && !accountScoped
     // Asking for the order, the reply for the situation comes first when it can be said without the order.
     const situations = asking
       ? [...this.#situations(turn, definition.replies, situation).filter((name) => name !== 'default'), 'ask_order']
-      : angry ? ['angry', 'default'] : this.#situations(turn, definition.replies, situation)
+      : accountScoped ? ['account_scope'] : angry ? ['angry', 'default'] : this.#situations(turn, definition.replies, situation)
     let topic: Topic | undefined = state.topic
     if (support) {
       topic = this.#activeAfter(state.topic, intent)

@@ -174,7 +174,9 @@ export const DomainSlots = Type.Object({
     /** The message asks when or how long ("how fast", "when can I"). */
     time: Type.Array(Text, { default: [] }),
     /** The message asks what something costs ("is it free", "how much"). */
-    price: Type.Array(Text, { default: [] })
+    price: Type.Array(Text, { default: [] }),
+    /** The message is about the account rather than an order ("the address saved in my account"). */
+    account_scope: Type.Array(Text, { default: [] })
   }, { additionalProperties: false })
 }, { additionalProperties: false })
 export type DomainSlots = Static<typeof DomainSlots>
