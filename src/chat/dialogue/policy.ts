@@ -172,7 +172,10 @@ export class DialoguePolicy {
     const sureRequest = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence >= PROBABLY_OTHER
     const valueMessage = understanding.valueOnly || entities.bareCode !== undefined ||
       ((entities.date !== undefined || entities.orderId !== undefined) && message.contentWords <= MAX_VALUE_AROUND && !message.asks &&
-        message.situation === undefined && reading.slots !== undefined && (request !== undefined || !sureRequest))
+        message.situation === undefined && reading.slots !== undefined && (request !== undefined || !sureRequest)) ||
+      // "The order number is 52617 by the way.": a few more words around an order number, while a request is active.
+      (entities.orderId !== undefined && request !== undefined && message.contentWords <= MAX_VALUE_WORDS && !message.asks &&
+        message.situation === undefined && !cues.has('own_plan') && reading.slots !== undefined && !sureRequest)
 
     const orderId = entities.orderId ?? (valueMessage && request !== undefined ? entities.bareCode : undefined)
     const newOrder = orderId !== undefined && orderId !== state.facts['order_id']
@@ -213,7 +216,7 @@ export class DialoguePolicy {
     // unless the handoff was only because the assistant did not understand, and now it does.
     const misunderstood = previous.recent?.at(-1) === 'fallback:misunderstood_handoff'
     if (previous.handedOff === true && state.topic !== undefined && !cues.has('not_helped') && !(misunderstood && understanding.status === 'understood') &&
-      (understanding.intent === state.topic.intent || understanding.status !== 'understood' || understanding.intent === 'complaint')) {
+      (understanding.intent === state.topic.intent || understanding.status !== 'understood' || understanding.intent === 'complaint' || valueMessage)) {
       return this.#base(turn, { intent: state.topic.intent, confidence: 1, reply: { kind: 'fallback', name: 'after_handoff' }, handoff: true, topic: state.topic })
     }
 
