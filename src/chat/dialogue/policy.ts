@@ -263,7 +263,7 @@ export class DialoguePolicy {
 
     // Several requests at once: the first is answered now, and the others too or next.
     const clauses = this.#questionFirst(this.#requests(reading.clauses, understanding))
-    const main = clauses[0]
+    const main = clauses[0] ?? this.#onlyRequest(reading.clauses, understanding)
     const own = main === undefined ? understanding : { ...main.understanding, entities, valueOnly: false, angry: understanding.angry }
     const answers = main === undefined ? reading.answers : main.answers
 
@@ -745,6 +745,17 @@ export class DialoguePolicy {
     })
     if (distinct.length < 2 || !distinct.some((clause) => clause.understanding.intent === whole.intent || this.#sameFamily(clause.understanding.intent, whole.intent))) return []
     return distinct
+  }
+
+  /**
+   * The one clause that makes a request the model is sure of, in a message it reads as off topic as a whole, but not
+   * clearly, when the other clauses ask nothing ("oh right, I made one years ago. no clue what the password was").
+   */
+  #onlyRequest (clauses: readonly ClauseReading[] | undefined, whole: Understanding): ClauseReading | undefined {
+    if (clauses === undefined || whole.status === 'understood' || whole.confidence >= CLEARLY_OTHER) return undefined
+    const sure = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) && clause.understanding.confidence >= CLEARLY_OTHER)
+    if (sure.length !== 1 || clauses.some((clause) => clause !== sure[0] && clause.asks)) return undefined
+    return sure[0]
   }
 
   /**
