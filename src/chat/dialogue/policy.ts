@@ -476,7 +476,7 @@ export class DialoguePolicy {
     const asked = this.#askedAs(turn, answer)
     const own = asked === undefined ? this.#ownRequest(turn.understanding, answer) : undefined
     // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
-    const reported = asked ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
+    const reported = asked ?? this.#datedQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
     const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
     const active = beside ? current : this.#activeAfter(current, intent)
@@ -534,6 +534,18 @@ export class DialoguePolicy {
       if (intent !== undefined && answer.intents.includes(intent)) return intent
     }
     return undefined
+  }
+
+  /**
+   * A question that gives its own purchase date, names no order and says no wish ("can I still return a jacket I
+   * bought on October 28?") asks what the rule allows for that date: the rule's intent, the first of the answer's
+   * that is a question about the shop. With the order named ("order 12877, bought it on 1 March"), it is that order's
+   * request.
+   */
+  #datedQuestion (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
+    const { message, understanding, reading } = turn
+    if (understanding.entities.date === undefined || understanding.entities.orderId !== undefined || !turn.newDate || reading.text?.includes('?') !== true || message.cues.has('wish')) return undefined
+    return answer.intents.find((intent) => this.#questions.has(intent))
   }
 
   /** The request the message makes, when the answer given belongs to it and the model is sure of it. */

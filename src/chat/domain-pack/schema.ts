@@ -176,7 +176,9 @@ export const DomainSlots = Type.Object({
     /** The message asks what something costs ("is it free", "how much"). */
     price: Type.Array(Text, { default: [] }),
     /** The message is about the account rather than an order ("the address saved in my account"). */
-    account_scope: Type.Array(Text, { default: [] })
+    account_scope: Type.Array(Text, { default: [] }),
+    /** The customer says what they want done ("I'd like to return it"), not only asks whether it can be. */
+    wish: Type.Array(Text, { default: [] })
   }, { additionalProperties: false })
 }, { additionalProperties: false })
 export type DomainSlots = Static<typeof DomainSlots>
