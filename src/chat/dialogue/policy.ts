@@ -234,7 +234,9 @@ export class DialoguePolicy {
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
       message.contentWords <= MAX_VALUE_WORDS && !asksOther
-    if (valueMessage || forAnother || correctsDate || slotValue) {
+    // A detail said to be one ("I use gmail if this is matter"), in a few words and no question: the request goes on.
+    const detail = request !== undefined && cues.has('detail') && message.contentWords <= MAX_CORRECTION_WORDS && reading.text?.includes('?') === false
+    if (valueMessage || forAnother || correctsDate || slotValue || detail) {
       if (request === undefined) return this.#acknowledge(turn)
       return this.#continue(turn, request)
     }

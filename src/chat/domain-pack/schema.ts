@@ -178,7 +178,9 @@ export const DomainSlots = Type.Object({
     /** The message is about the account rather than an order ("the address saved in my account"). */
     account_scope: Type.Array(Text, { default: [] }),
     /** The customer says what they want done ("I'd like to return it"), not only asks whether it can be. */
-    wish: Type.Array(Text, { default: [] })
+    wish: Type.Array(Text, { default: [] }),
+    /** A detail given for the active request, said to be one ("it's a visa if that matters"). */
+    detail: Type.Array(Text, { default: [] })
   }, { additionalProperties: false })
 }, { additionalProperties: false })
 export type DomainSlots = Static<typeof DomainSlots>
