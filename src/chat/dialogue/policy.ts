@@ -322,6 +322,14 @@ export class DialoguePolicy {
       intent = topic.intent
     }
 
+    // "and the phone number" after how to change the surname: a fragment right after the active request's reply that
+    // the model finds plausible for it is that request, asked of another thing.
+    if (topic !== undefined && intent !== topic.intent && isSupportIntent(topic.intent) && ELLIPSIS.test(reading.text ?? '') &&
+      message.contentWords <= MAX_VALUE_AROUND && state.previousIntent === topic.intent &&
+      own.candidates.some((candidate) => candidate.intent === topic.intent && candidate.probability >= RESCUE_CANDIDATE)) {
+      intent = topic.intent
+    }
+
     // "It didn't help", said about the request just answered: its next step, or a person.
     const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
     // Unless the customer says whom they want instead ("that didn't work, give me your phone number").
@@ -360,6 +368,16 @@ export class DialoguePolicy {
     const planOnly = turn.message.cues.has('own_plan') && turn.understanding.entities.orderId !== undefined && turn.reading.text?.includes('?') !== true
     if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry) && !planOnly) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
+      const topic = turn.state.topic
+      // "and express?", "and my phone number": a fragment that leaves its question to the last one is answered within
+      // the active request, and reported as it, whatever else its words could be.
+      const fragment = topic !== undefined && topic.intent === intent && ELLIPSIS.test(turn.reading.text ?? '') && turn.message.contentWords <= MAX_VALUE_AROUND
+      const within = fragment ? answers?.bestAmong(new Set([intent])) : undefined
+      if (within?.answer !== undefined && within.confidence >= this.#answerThreshold) {
+        const decision = this.#answer(turn, { answer: within.answer, confidence: within.confidence }, confidence, situation)
+        decision.intent = intent
+        return decision
+      }
       const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation)
       if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
     }
