@@ -81,6 +81,8 @@ const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const isSupportIntent = (intent: string): intent is SupportIntent => SUPPORT_INTENT_SET.has(intent)
 /** A message with more content words than this is a request of its own, not a value for the active one. */
 const MAX_VALUE_WORDS = 5
+/** How sure the model must be of a clause for it to be a request of its own beside one it often follows. */
+const CLEAR_REQUEST = 0.9
 /** A question of at most this many content words, naming nothing, asks about the request at hand. */
 const MAX_VAGUE_WORDS = 6
 /** A correction that asks nothing may say why in a few more words ("my bad, checked the e-mail, it was the 26th"). */
@@ -147,6 +149,7 @@ export class DialoguePolicy {
   readonly #followUpWeight: number
   readonly #answerThreshold: number
   readonly #questions: ReadonlySet<string>
+  readonly #problems: ReadonlySet<string>
   readonly #answers: ReadonlyMap<string, DomainAnswer>
   readonly #reportedAs: { time: Readonly<Record<string, SupportIntent>>, own_purchase: Readonly<Record<string, SupportIntent>> }
 
@@ -156,6 +159,7 @@ export class DialoguePolicy {
     this.#followUpWeight = pack.dialogue?.follow_up_weight ?? 3
     this.#answerThreshold = pack.dialogue?.answer_threshold ?? 0.3
     this.#questions = new Set(pack.dialogue?.questions ?? [])
+    this.#problems = new Set(pack.dialogue?.problems ?? [])
     this.#answers = new Map(pack.answers.map((answer) => [answer.id, answer]))
     this.#reportedAs = { time: pack.dialogue?.reported_as?.time ?? {}, own_purchase: pack.dialogue?.reported_as?.own_purchase ?? {} }
   }
@@ -743,6 +747,12 @@ export class DialoguePolicy {
       (turn.facts['order_id'] !== undefined || this.#pack.intents[answer.intents[0]!].needs_order !== true)) {
       return [{ intent, reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) } }]
     }
+    // A request that needs nothing more, hands nothing over and reports no problem ("and put me on the newsletter
+    // too") is answered too.
+    const definition = this.#pack.intents[intent]
+    if (intent !== decision.intent && definition.needs_order !== true && definition.handoff !== true && !this.#problems.has(intent) && decision.more.length === 0) {
+      return [{ intent, reply: { kind: 'intent', situations: this.#situations(turn, definition.replies, clause.understanding.situation) } }]
+    }
     // Another side of the same matter is covered by the first reply.
     if (intent === decision.intent || this.#sameFamily(intent, decision.intent)) return []
     if (this.#questions.has(intent)) return [{ intent, reply: { kind: 'intent', situations: this.#situations(turn, this.#pack.intents[intent].replies, clause.understanding.situation) } }]
@@ -772,6 +782,9 @@ export class DialoguePolicy {
     const distinct = requests.filter((clause, i) => {
       const earlier = requests.slice(0, i)
       if (!earlier.some((other) => this.#sameFamily(other.understanding.intent, clause.understanding.intent))) return true
+      // A request of its own that the model is sure of and that needs nothing more ("open an account, and put me on
+      // the newsletter too"), though customers often ask it next.
+      if (this.#standsAlone(clause, earlier)) return true
       const own = answerOf(clause)
       return own !== undefined && earlier.every((other) => answerOf(other) !== own)
     })
@@ -788,6 +801,14 @@ export class DialoguePolicy {
     const sure = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) && clause.understanding.confidence >= CLEARLY_OTHER)
     if (sure.length !== 1 || clauses.some((clause) => clause !== sure[0] && clause.asks)) return undefined
     return sure[0]
+  }
+
+  /** Whether a clause is another request than the earlier ones, sure and answerable without an order or a person. */
+  #standsAlone (clause: ClauseReading, earlier: readonly ClauseReading[]): boolean {
+    const { intent, confidence } = clause.understanding
+    if (!isSupportIntent(intent) || confidence < CLEAR_REQUEST || this.#questions.has(intent) || this.#problems.has(intent)) return false
+    const definition = this.#pack.intents[intent]
+    return definition.needs_order !== true && definition.handoff !== true && earlier.every((other) => other.understanding.intent !== intent)
   }
 
   /**

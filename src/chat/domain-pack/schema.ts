@@ -106,6 +106,11 @@ export const DomainDialogue = Type.Object({
    */
   questions: Type.Array(IntentName, { default: [] }),
   /**
+   * Problems the customer reports (a double charge, a complaint): one told beside another request is kept for next,
+   * to be dealt with on its own; any other request that needs no order is answered in the same reply.
+   */
+  problems: Type.Array(IntentName, { default: [] }),
+  /**
    * The intent a question is reported as by the matter it asks about, whatever request it is asked in: for each
    * policy fact (`delivery_options`, `refund_processing_days`), the intent of a question about when or how long (the
    * `time` cue) answered by an answer stating it, and of a question about the customer's own item (the message says
