@@ -240,7 +240,10 @@ export class DialoguePolicy {
       message.contentWords <= MAX_VALUE_WORDS && !asksOther
     // A detail said to be one ("I use gmail if this is matter"), in a few words and no question: the request goes on.
     const detail = request !== undefined && cues.has('detail') && message.contentWords <= MAX_CORRECTION_WORDS && reading.text?.includes('?') === false
-    if (valueMessage || forAnother || correctsDate || slotValue || detail) {
+    // A street address while an address change waits for it, or corrects it ("oh wait its apt 3D not 3B sorry"),
+    // whatever the model makes of its words.
+    const address = request !== undefined && ADDRESS_INTENTS.has(request) && reading.text?.includes('?') === false && isStreetAddress(reading.text)
+    if (valueMessage || forAnother || correctsDate || slotValue || detail || address) {
       if (request === undefined) return this.#acknowledge(turn)
       return this.#continue(turn, request)
     }
@@ -585,7 +588,8 @@ export class DialoguePolicy {
     const angry = intent === 'complaint' && understanding.angry
     const support = isSupportIntent(intent)
     // About the account, not an order ("where do I change the address in my account?"): its reply for the account.
-    const accountScoped = facts['order_id'] === undefined && turn.message.cues.has('account_scope') && definition.replies['account_scope'] !== undefined
+    // (The order the conversation knows does not make it about that order: "change it on my account too".)
+    const accountScoped = understanding.entities.orderId === undefined && turn.message.cues.has('account_scope') && definition.replies['account_scope'] !== undefined
     const asking = support && definition.needs_order === true && facts['order_id'] === undefined && !accountScoped
     // Asking for the order, the reply for the situation comes first when it can be said without the order.
     const situations = asking
@@ -630,7 +634,9 @@ export class DialoguePolicy {
     const answerId = request === aside ? topic?.asideAnswer : state.pendingIntent === undefined || state.pendingIntent === topic?.intent ? topic?.answer : undefined
     const answer = answerId === undefined ? undefined : this.#answers.get(answerId)
     // A purchase date the answer cannot speak to is answered by the request's reply, which reasons with it.
-    if (answer !== undefined && answer.intents.includes(request) && (!turn.newDate || WINDOW_SITUATIONS.some((situation) => answer.replies[situation] !== undefined))) {
+    // A new address is answered by the change's own reply, with its link, not by the answer about the change.
+    const newAddress = ADDRESS_INTENTS.has(request) && isStreetAddress(turn.reading.text ?? '')
+    if (answer !== undefined && answer.intents.includes(request) && !newAddress && (!turn.newDate || WINDOW_SITUATIONS.some((situation) => answer.replies[situation] !== undefined))) {
       return this.#base(turn, {
         intent: request,
         confidence: 1,
