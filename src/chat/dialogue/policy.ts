@@ -893,6 +893,8 @@ export class DialoguePolicy {
       if (instead !== undefined) described.push(instead)
     }
     if (values['payment_method'] !== undefined) described.push('listed_method')
+    // The customer asks for the request to be done, not only about a detail of it: the reply that does it first.
+    if (turn.message.cues.has('wish')) described.unshift('wish')
     // The model's reading of the situation, unless the slots say what happened.
     if (modelSituation !== undefined && slots.situation === undefined) described.push(modelSituation)
     const ordered = turn.newDate ? [...window, ...described] : [...described, ...window]
