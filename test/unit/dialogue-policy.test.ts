@@ -254,14 +254,14 @@ describe('the dialogue policy with slots and answers', () => {
     expect(charged.intent).toBe('track_order')
     expect(charged.slots.queued).toEqual(['payment_issue'])
     expect(charged.more).toEqual([{ intent: 'payment_issue', reply: { kind: 'fallback', name: 'queued_request' } }])
-    // A request that is only asked for comes next.
+    expect(charged.values).toMatchObject({ next_request: 'the payment problem' })
+    // A request that needs nothing more and reports no problem is answered in the same reply.
     const review = both('where is my order 51236, and also i want to leave a review?', ['track_order', 'where is my order 51236'], ['review', 'i want to leave a review'])
     expect(review.intent).toBe('track_order')
-    expect(review.slots.queued).toEqual(['review'])
-    expect(review.more).toEqual([{ intent: 'review', reply: { kind: 'fallback', name: 'queued_request' } }])
-    expect(review.values).toMatchObject({ next_request: 'your review' })
+    expect(review.slots.queued).toBeUndefined()
+    expect(review.more).toEqual([{ intent: 'review', reply: { kind: 'intent', situations: ['default'] } }])
     // Agreeing to go on takes the queued request.
-    expect(decide(after(review, 'x'), 'ok sure', understood('thanks', 0.5))).toMatchObject({ intent: 'review', slots: { queued: [] } })
+    expect(decide(after(charged, 'x'), 'ok sure', understood('thanks', 0.5))).toMatchObject({ intent: 'payment_issue', slots: { queued: [] } })
   })
 
   it('a statement with no request is acknowledged, its purchase date kept, and the customer asked what they need', () => {
