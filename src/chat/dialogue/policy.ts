@@ -271,7 +271,11 @@ export class DialoguePolicy {
     }
 
     // Several requests at once: the first is answered now, and the others too or next.
-    const clauses = this.#questionFirst(this.#requests(reading.clauses, understanding))
+    const requests = this.#requests(reading.clauses, understanding)
+    const clauses = this.#questionFirst(requests)
+    // "I'd like to cancel order 72105 please, and does it cost anything?": the question is answered first, and the
+    // request the customer says they want is the message's intent and the active request.
+    const wished = cues.has('wish') && clauses[0] !== requests[0] ? requests[0] : undefined
     const main = clauses[0] ?? this.#onlyRequest(reading.clauses, understanding)
     const own = main === undefined ? understanding : { ...main.understanding, entities, valueOnly: false, angry: understanding.angry }
     const answers = main === undefined ? reading.answers : main.answers
@@ -361,6 +365,13 @@ export class DialoguePolicy {
       state.slots?.recent?.at(-1) === decision.slots.recent!.at(-1)
     if (repeated) return this.#notHelped(turn, topic.intent)
     for (const clause of clauses.slice(1)) decision.more.push(...this.#alsoAsked(turn, decision, clause))
+    const wish = wished?.understanding.intent
+    const asked = decision.intent
+    if (wish !== undefined && isSupportIntent(wish) && isSupportIntent(asked) && decision.answer !== undefined && asked !== wish) {
+      decision.topic = { intent: wish, aside: asked, asideAnswer: decision.answer.id }
+      decision.intent = wish
+      decision.confidence = wished!.understanding.confidence
+    }
     return decision
   }
 
