@@ -239,9 +239,10 @@ describe('the dialogue policy with slots and answers', () => {
     const both = (text: string, first: [IntentName, string], second: [IntentName, string]): Decision =>
       policy.decide(EMPTY, understood(second[0], 0.5, { entities: { orderId: '51236' }, candidates: [{ intent: second[0], probability: 0.5 }, { intent: first[0], probability: 0.4 }] }), {}, TODAY,
         { ...read(text), clauses: [clause(...first), clause(...second)] })
-    // A question of the same matter with an answer is answered first, for both.
+    // A question of the same matter with an answer is answered first, for both; the request the customer says they
+    // want is the intent and stays active.
     const postage = both('i want to return order 51236 and also who pays the return postage?', ['get_refund', 'i want to return order 51236'], ['check_refund_policy', 'who pays the return postage'])
-    expect(postage).toMatchObject({ intent: 'check_refund_policy', answer: { id: 'returns.shipping_cost' }, more: [] })
+    expect(postage).toMatchObject({ intent: 'get_refund', answer: { id: 'returns.shipping_cost' }, more: [], topic: { intent: 'get_refund', aside: 'check_refund_policy' } })
     // Two questions of the same matter with answers are both answered.
     const timing = both('how long does the refund take and also who pays the return postage?', ['check_refund_policy', 'how long does the refund take'], ['check_refund_policy', 'who pays the return postage'])
     expect(timing.answer?.id).toBe('refunds.processing_time')
