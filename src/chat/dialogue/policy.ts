@@ -198,7 +198,8 @@ export class DialoguePolicy {
 
     // What the message says about the item, the customer's preference and account; a new order's item is another.
     const slots: Slots = withoutTransient(previous)
-    if (newOrder && message.situation === undefined) delete slots.situation
+    // (The first order number given is the order of what the customer described: "it not work… Order is 60418".)
+    if (newOrder && state.facts['order_id'] !== undefined && message.situation === undefined) delete slots.situation
     const topicIntent = state.topic?.intent
     if (message.situation !== undefined && !ACCOUNT_INTENTS.has(understanding.intent) && (topicIntent === undefined || !ACCOUNT_INTENTS.has(topicIntent) || understanding.status === 'understood')) {
       slots.situation = message.situation
@@ -212,7 +213,8 @@ export class DialoguePolicy {
     const turn: Turn = { state, understanding, message, reading, facts, slots, values, today, newDate }
 
     // A person was offered and the customer accepts, or says again that nothing helped.
-    if (previous.pending === 'offer_person' && (isYes(message, understanding) || cues.has('not_helped'))) {
+    // ("k thx" takes note and declines nothing: it is thanks.)
+    if (previous.pending === 'offer_person' && ((isYes(message, understanding) && !cues.has('thanks')) || cues.has('not_helped'))) {
       return this.#act(turn, 'contact_human_agent', undefined, 1)
     }
 
