@@ -163,13 +163,18 @@ export class ChatService {
   #clauses (message: string, understanding: Understanding, today: string): ClauseReading[] | undefined {
     const second = understanding.candidates[1]
     const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && SUPPORT.has(second.intent)
-    if (!likely && !ANOTHER_REQUEST.test(message)) return undefined
+    if (!likely && !ANOTHER_REQUEST.test(message) && !(AND_QUESTION.test(message) && !SENTENCE_BREAK.test(message))) return undefined
     const clauses = splitClauses(message)
     if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
     return clauses.map((clause) => {
       const { words, stems } = readWords(clause)
       const slots = this.slots.read(stems, clause, words)
-      return { understanding: this.understander.understand(clause, today), answers: this.answers.rank(stems), asks: slots.asks || slots.situation !== undefined }
+      return {
+        understanding: this.understander.understand(clause, today),
+        answers: this.answers.rank(stems),
+        asks: slots.asks || slots.situation !== undefined,
+        wants: slots.cues.has('wish') || ASKS_TO_DO.test(clause)
+      }
     })
   }
 
@@ -230,6 +235,10 @@ const SUPPORT: ReadonlySet<string> = new Set(SUPPORT_INTENTS)
  */
 const SECOND_REQUEST_PROBABILITY = 0.05
 const ANOTHER_REQUEST = /\b(?:also|plus|another thing|as well)\b/i
+/** A second question joined by "and" ("can i cancel my order and will it cost me anything"), in a short message. */
+const AND_QUESTION = /\band (?:can|could|will|would|is|does|do|how|what|when)\b/i
+/** A clause that asks for something to be done: "can I cancel my order", "could you send…", "please…". */
+const ASKS_TO_DO = /^\W*(?:(?:hi|hello|hey)\W+)?(?:(?:can|could|may) (?:i|you|we)|please)\b/i
 /** A message of more clauses is a story, not a list of requests: it is read whole. */
 const MAX_CLAUSES = 6
 

@@ -23,6 +23,8 @@ export interface ClauseReading {
   answers?: AnswerRanking
   /** It asks or asks for something, or says what went wrong (a statement of its own, not a detail of another). */
   asks: boolean
+  /** It asks for something to be done ("can I cancel my order", "I'd like to…"), not only about it. */
+  wants?: boolean
 }
 
 /** What else the message says, besides the intent model's understanding of it. */
@@ -275,9 +277,10 @@ export class DialoguePolicy {
     // Several requests at once: the first is answered now, and the others too or next.
     const requests = this.#requests(reading.clauses, understanding)
     const clauses = this.#questionFirst(requests)
-    // "I'd like to cancel order 72105 please, and does it cost anything?": the question is answered first, and the
-    // request the customer says they want is the message's intent and the active request.
-    const wished = cues.has('wish') && clauses[0] !== requests[0] ? requests[0] : undefined
+    // "I'd like to cancel order 72105 please, and does it cost anything?", "can i cancel my order and will it cost me
+    // anything": the question is answered first, and the request the customer asks to be done is the message's
+    // intent and the active request.
+    const wished = clauses[0] !== requests[0] && (requests[0]?.wants === true || cues.has('wish')) ? requests[0] : undefined
     const main = clauses[0] ?? this.#onlyRequest(reading.clauses, understanding)
     const own = main === undefined ? understanding : { ...main.understanding, entities, valueOnly: false, angry: understanding.angry }
     const answers = main === undefined ? reading.answers : main.answers
