@@ -154,8 +154,11 @@ export class AnswerRanking {
    * or how long: the message names nothing of another matter ("how many days is it supposed to take?" shares its
    * words with refund times, or with none).
    */
-  namesNothingBut (intents: ReadonlySet<IntentName>): boolean {
-    return this.#terms.every((posting) => posting.asksTime === true || posting.entries.some((entry) => this.#entries[entry]!.intents.some((intent) => intents.has(intent))))
+  namesNothingBut (intents: ReadonlySet<IntentName>, other?: IntentName): boolean {
+    return this.#terms.every((posting) => posting.asksTime === true || (posting.entries.some((entry) => this.#entries[entry]!.intents.some((intent) => intents.has(intent))) &&
+      // …and, when the message was read as `other`, nothing of that either ("how long to get my money back" names
+      // the refund, though a double charge's answer speaks of money back too).
+      (other === undefined || !posting.entries.some((entry) => this.#entries[entry]!.intents.includes(other)))))
   }
 
   /** The most probable entry of `intents`, with its probability among theirs alone. */
@@ -214,12 +217,14 @@ interface Posting {
 }
 
 /**
- * Stems of the English words that ask when or how long without naming what ("how many days is it supposed to
- * take?"): a question of time made of them and of the active request's words is about that request.
+ * Stems of the English words that ask when or how long without naming what ("how many days does it normally take?"),
+ * with the verbs such a question is built with: a question of time made of them and of the active request's words is
+ * about that request.
  */
 const TIME_WORDS: ReadonlySet<string> = new Set([
   'how', 'long', 'fast', 'quick', 'quickli', 'soon', 'mani', 'dai', 'busi', 'week', 'time', 'when', 'till', 'until',
-  'take', 'suppos', 'meant', 'usual', 'normal', 'expect', 'gener', 'typic', 'wait'
+  'take', 'suppos', 'meant', 'usual', 'normal', 'expect', 'gener', 'typic', 'wait', 'doe', 'do', 'did', 'should', 'will',
+  'would', 'can', 'could', 'get'
 ])
 
 function addPosting (scores: Float64Array, posting: Posting): void {
