@@ -4,7 +4,7 @@ import { readWords, stemsOf } from './answers/terms.ts'
 import { utcDate } from './calendar.ts'
 import { boundFacts, DEFAULT_FACT_LIMITS, type FactLimits } from './conversation-facts.ts'
 import type { ConversationStore } from './conversation-store.ts'
-import { splitClauses } from './dialogue/clauses.ts'
+import { asksToDo, splitClauses } from './dialogue/clauses.ts'
 import type { Conversation } from './dialogue/conversation.ts'
 import { DialoguePolicy, type ClauseReading, type Decision, type MessageReading, type ReplyChoice, type RequestContext } from './dialogue/policy.ts'
 import { SlotReader } from './dialogue/slots.ts'
@@ -173,7 +173,7 @@ export class ChatService {
         understanding: this.understander.understand(clause, today),
         answers: this.answers.rank(stems),
         asks: slots.asks || slots.situation !== undefined,
-        wants: slots.cues.has('wish') || ASKS_TO_DO.test(clause)
+        wants: asksToDo(clause, slots)
       }
     })
   }
@@ -237,8 +237,6 @@ const SECOND_REQUEST_PROBABILITY = 0.05
 const ANOTHER_REQUEST = /\b(?:also|plus|another thing|as well)\b/i
 /** A second question joined by "and" ("can i cancel my order and will it cost me anything"), in a short message. */
 const AND_QUESTION = /\band (?:can|could|will|would|is|does|do|how|what|when)\b/i
-/** A clause that asks for something to be done: "can I cancel my order", "could you send…", "please…". */
-const ASKS_TO_DO = /^\W*(?:(?:hi|hello|hey)\W+)?(?:(?:can|could|may) (?:i|you|we)|please)\b/i
 /** A message of more clauses is a story, not a list of requests: it is read whole. */
 const MAX_CLAUSES = 6
 

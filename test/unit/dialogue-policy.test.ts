@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { AnswerSelector } from '../../src/chat/answers/selector.ts'
 import { readWords, stemsOf } from '../../src/chat/answers/terms.ts'
-import { DialoguePolicy, type Decision, type DialogueState, type MessageReading } from '../../src/chat/dialogue/policy.ts'
+import { asksToDo } from '../../src/chat/dialogue/clauses.ts'
+import { DialoguePolicy, type ClauseReading, type Decision, type DialogueState, type MessageReading } from '../../src/chat/dialogue/policy.ts'
 import { SlotReader } from '../../src/chat/dialogue/slots.ts'
 import { loadDomainPack } from '../../src/chat/domain-pack/load.ts'
 import type { IntentName } from '../../src/chat/intents.ts'
@@ -234,8 +235,8 @@ describe('the dialogue policy with slots and answers', () => {
   })
 
   it('a message of several requests answers the same matter\'s questions, and says it will come to another request next', () => {
-    const clause = (intent: IntentName, text: string): { understanding: Understanding, answers: ReturnType<AnswerSelector['rank']>, asks: boolean } =>
-      ({ understanding: understood(intent, 0.9), answers: answers.rank(stemsOf(text)), asks: true })
+    const clause = (intent: IntentName, text: string): ClauseReading =>
+      ({ understanding: understood(intent, 0.9), answers: answers.rank(stemsOf(text)), asks: true, wants: asksToDo(text, read(text).slots!) })
     const both = (text: string, first: [IntentName, string], second: [IntentName, string]): Decision =>
       policy.decide(EMPTY, understood(second[0], 0.5, { entities: { orderId: '51236' }, candidates: [{ intent: second[0], probability: 0.5 }, { intent: first[0], probability: 0.4 }] }), {}, TODAY,
         { ...read(text), clauses: [clause(...first), clause(...second)] })

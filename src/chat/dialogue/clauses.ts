@@ -1,3 +1,5 @@
+import type { MessageSlots } from './slots.ts'
+
 /**
  * The clauses of a message that may make several requests ("my parcel is late and also I was charged twice"): split
  * at sentence ends and at the words that join a second request ("and also", "plus", "and can…"). Word by word, in
@@ -35,3 +37,13 @@ function bare (word: string): string {
 }
 
 const NOT_LETTER = /[^a-z]/g
+
+/**
+ * Whether a clause asks for something to be done ("can I cancel my order", "could you send…", "please…", or the
+ * wish cue: "I'd like to…"), not only asks about it.
+ */
+export function asksToDo (clause: string, slots: MessageSlots): boolean {
+  return slots.cues.has('wish') || ASKS_TO_DO.test(clause)
+}
+
+const ASKS_TO_DO = /^\W*(?:(?:hi|hello|hey)\W+)?(?:(?:can|could|may) (?:i|you|we)|please)\b/i

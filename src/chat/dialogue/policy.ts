@@ -439,7 +439,7 @@ export class DialoguePolicy {
     // active request, and gets its answer.
     if (timeQuestion && topic !== undefined && intent !== topic.intent && intent !== topic.aside && this.#followUps.get(topic.intent)?.has(intent) !== true) {
       const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
-      if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current)) {
+      if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current, intent)) {
         const inTopic = answers.bestAmong(current)
         if (inTopic?.answer !== undefined) choice = inTopic
       }
@@ -769,10 +769,10 @@ export class DialoguePolicy {
       (turn.facts['order_id'] !== undefined || this.#pack.intents[answer.intents[0]!].needs_order !== true)) {
       return [{ intent, reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) } }]
     }
-    // A request that needs nothing more, hands nothing over and reports no problem ("and put me on the newsletter
-    // too") is answered too.
+    // A request asked for that needs nothing more, hands nothing over and reports no problem ("and put me on the
+    // newsletter too pls") is answered too.
     const definition = this.#pack.intents[intent]
-    if (intent !== decision.intent && definition.needs_order !== true && definition.handoff !== true && !this.#problems.has(intent) && decision.more.length === 0) {
+    if (clause.wants === true && intent !== decision.intent && definition.needs_order !== true && definition.handoff !== true && !this.#problems.has(intent) && decision.more.length === 0) {
       return [{ intent, reply: { kind: 'intent', situations: this.#situations(turn, definition.replies, clause.understanding.situation) } }]
     }
     // Another side of the same matter is covered by the first reply.
@@ -828,7 +828,7 @@ export class DialoguePolicy {
   /** Whether a clause is another request than the earlier ones, sure and answerable without an order or a person. */
   #standsAlone (clause: ClauseReading, earlier: readonly ClauseReading[]): boolean {
     const { intent, confidence } = clause.understanding
-    if (!isSupportIntent(intent) || confidence < CLEAR_REQUEST || this.#questions.has(intent) || this.#problems.has(intent)) return false
+    if (clause.wants !== true || !isSupportIntent(intent) || confidence < CLEAR_REQUEST || this.#questions.has(intent) || this.#problems.has(intent)) return false
     const definition = this.#pack.intents[intent]
     return definition.needs_order !== true && definition.handoff !== true && earlier.every((other) => other.understanding.intent !== intent)
   }
