@@ -192,6 +192,22 @@ export class AnswerRanking {
     return this.#choice(best)
   }
 
+  /** The most probable answer of those `keep` keeps, with its probability among theirs alone. */
+  bestWhere (keep: (answer: DomainAnswer) => boolean): RankedEntry | undefined {
+    const probabilities = this.#probabilities
+    if (probabilities === undefined) return undefined
+    let best = -1
+    let sum = 0
+    for (let i = 0; i < this.#entries.length; i++) {
+      const { answer } = this.#entries[i]!
+      if (answer === undefined || !keep(answer)) continue
+      sum += probabilities[i]!
+      if (best < 0 || probabilities[i]! > probabilities[best]!) best = i
+    }
+    if (best < 0) return undefined
+    return { answer: this.#entries[best]!.answer!, confidence: Math.round(probabilities[best]! / sum * 1000) / 1000 }
+  }
+
   /** The most probable entry of all. */
   top (): RankedEntry | undefined {
     const probabilities = this.#probabilities

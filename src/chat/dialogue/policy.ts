@@ -445,6 +445,14 @@ export class DialoguePolicy {
       }
     }
     if (choice === own && choice?.answer !== undefined && among !== undefined && among.confidence >= WITHIN_SURE) choice = among
+    // A question of when or how long within a request, with no answer sure enough: the request's answers about time,
+    // by the facts they state ("how long are refunds supposed to take anyway?" is the refund's processing time).
+    // (Not when the request asked plainly is what the selector finds: "how long will it take to arrive then?")
+    const plain = own !== undefined && own.answer === undefined && own.confidence >= this.#answerThreshold
+    if (timeQuestion && !plain && (choice?.answer === undefined || choice.confidence < this.#answerThreshold)) {
+      const timed = answers.bestWhere((answer) => answer.intents.includes(intent) && this.#reportedFor(this.#reportedAs.time, answer) === intent)
+      if (timed?.answer !== undefined) choice = timed
+    }
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
 
