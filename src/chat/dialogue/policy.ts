@@ -103,6 +103,8 @@ const CLEARLY_OTHER = 0.8
 const PROBABLY_OTHER = 0.7
 /** Requests about the account, where what happened to an item or parcel means nothing. */
 const ACCOUNT_INTENTS: ReadonlySet<string> = new Set(['create_account', 'delete_account', 'edit_account', 'recover_password', 'registration_problems', 'switch_account', 'newsletter_subscription'])
+/** What happened to an item the customer has in hand: it cannot be about an order still to be delivered. */
+const ITEM_IN_HAND: ReadonlySet<string> = new Set(['broke_in_use', 'defective_item', 'wrong_item', 'doesnt_fit'])
 /** Reply situations that stand for another when a reply has none of their own. */
 const SITUATION_FALLBACKS: Readonly<Record<string, string>> = { lost_parcel: 'late_delivery', compromised: 'account_compromised' }
 /** The model must be this sure of the request a message makes for an answer given in it to report that request. */
@@ -118,6 +120,8 @@ const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
 const NUMBER = /\d/
+/** The customer names the value they give: "the order number is…", "order no.", "order nr". */
+const ORDER_NUMBER_NAMED = /\border (?:number|no\b|nr\b|#)/i
 /** A follow-up that leaves its question to the last one: "and…", "what about…", "how about…". */
 const ELLIPSIS = /^\s*(?:and|what about|how about)\b/i
 const WORD_RUN = /[a-z0-9]+/g
@@ -152,6 +156,7 @@ export class DialoguePolicy {
   readonly #answerThreshold: number
   readonly #questions: ReadonlySet<string>
   readonly #problems: ReadonlySet<string>
+  readonly #beforeDelivery: ReadonlySet<string>
   readonly #answers: ReadonlyMap<string, DomainAnswer>
   readonly #reportedAs: { time: Readonly<Record<string, SupportIntent>>, own_purchase: Readonly<Record<string, SupportIntent>> }
 
@@ -162,6 +167,7 @@ export class DialoguePolicy {
     this.#answerThreshold = pack.dialogue?.answer_threshold ?? 0.3
     this.#questions = new Set(pack.dialogue?.questions ?? [])
     this.#problems = new Set(pack.dialogue?.problems ?? [])
+    this.#beforeDelivery = new Set(pack.dialogue?.before_delivery ?? [])
     this.#answers = new Map(pack.answers.map((answer) => [answer.id, answer]))
     this.#reportedAs = { time: pack.dialogue?.reported_as?.time ?? {}, own_purchase: pack.dialogue?.reported_as?.own_purchase ?? {} }
   }
@@ -183,6 +189,11 @@ export class DialoguePolicy {
       (entities.orderId !== undefined && request !== undefined && message.contentWords <= MAX_VALUE_WORDS && !message.asks &&
         message.situation === undefined && !cues.has('own_plan') && reading.slots !== undefined && !sureRequest)
 
+    // The order number the assistant asked for, given with a few words and no question ("The order number is 47731,
+    // my apologies for not including it."), whatever else those words seem to say.
+    const answersAsked = !valueMessage && state.pendingIntent !== undefined && entities.orderId !== undefined && reading.text?.includes('?') === false &&
+      message.contentWords <= MAX_CORRECTION_WORDS && (ORDER_NUMBER_NAMED.test(reading.text) || !(understanding.status === 'understood' &&
+        isSupportIntent(understanding.intent) && understanding.intent !== state.pendingIntent && understanding.confidence >= CLEARLY_OTHER))
     const orderId = entities.orderId ?? (valueMessage && request !== undefined ? entities.bareCode : undefined)
     const newOrder = orderId !== undefined && orderId !== state.facts['order_id']
     if (orderId !== undefined) facts['order_id'] = orderId
@@ -203,7 +214,7 @@ export class DialoguePolicy {
     // (The first order number given is the order of what the customer described: "it not work… Order is 60418".)
     if (newOrder && state.facts['order_id'] !== undefined && message.situation === undefined) delete slots.situation
     const topicIntent = state.topic?.intent
-    if (message.situation !== undefined && !ACCOUNT_INTENTS.has(understanding.intent) && (topicIntent === undefined || !ACCOUNT_INTENTS.has(topicIntent) || understanding.status === 'understood')) {
+    if (message.situation !== undefined && !answersAsked && !ACCOUNT_INTENTS.has(understanding.intent) && (topicIntent === undefined || !ACCOUNT_INTENTS.has(topicIntent) || understanding.status === 'understood')) {
       slots.situation = message.situation
     }
     if (message.preference !== undefined) slots.preference = message.preference
@@ -247,7 +258,7 @@ export class DialoguePolicy {
     // A street address while an address change waits for it, or corrects it ("oh wait its apt 3D not 3B sorry"),
     // whatever the model makes of its words.
     const address = request !== undefined && ADDRESS_INTENTS.has(request) && reading.text?.includes('?') === false && isStreetAddress(reading.text)
-    if (valueMessage || forAnother || correctsDate || slotValue || detail || address) {
+    if (valueMessage || answersAsked || forAnother || correctsDate || slotValue || detail || address) {
       if (request === undefined) return this.#acknowledge(turn)
       return this.#continue(turn, request)
     }
@@ -302,7 +313,8 @@ export class DialoguePolicy {
     // A described situation belongs to its request ("it's too small" is a return), unless the model is sure of
     // another.
     const situationRequest = message.situation === undefined ? undefined : this.#pack.slots.situation_requests[message.situation]
-    if (situationRequest !== undefined && intent !== situationRequest && !this.#sameFamily(intent, situationRequest) && confidence < CLEARLY_OTHER) {
+    const received = message.situation !== undefined && this.#beforeDelivery.has(intent) && ITEM_IN_HAND.has(message.situation)
+    if (situationRequest !== undefined && intent !== situationRequest && !this.#sameFamily(intent, situationRequest) && (confidence < CLEARLY_OTHER || received)) {
       intent = situationRequest
       situation = undefined
     }

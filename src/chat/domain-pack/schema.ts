@@ -111,6 +111,11 @@ export const DomainDialogue = Type.Object({
    */
   problems: Type.Array(IntentName, { default: [] }),
   /**
+   * Requests about an order not yet delivered: a message describing what happened to an item the customer has (a
+   * wrong, faulty or ill-fitting one) is that situation's request, however sure the model is of one of these.
+   */
+  before_delivery: Type.Array(IntentName, { default: [] }),
+  /**
    * The intent a question is reported as by the matter it asks about, whatever request it is asked in: for each
    * policy fact (`delivery_options`, `refund_processing_days`), the intent of a question about when or how long (the
    * `time` cue) answered by an answer stating it, and of a question about the customer's own item (the message says
