@@ -607,7 +607,10 @@ export class DialoguePolicy {
    */
   #datedQuestion (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
     const { message, understanding, reading } = turn
-    if (understanding.entities.date === undefined || understanding.entities.orderId !== undefined || !turn.newDate || reading.text?.includes('?') !== true || message.cues.has('wish')) return undefined
+    if (reading.text?.includes('?') !== true || message.cues.has('wish')) return undefined
+    // "and if it already shipped can I still cancel it?": a case supposed, not the customer's own, asks the rule too.
+    const dated = understanding.entities.date !== undefined && understanding.entities.orderId === undefined && turn.newDate
+    if (!dated && !message.cues.has('supposing')) return undefined
     return answer.intents.find((intent) => this.#questions.has(intent))
   }
 

@@ -190,7 +190,9 @@ export const DomainSlots = Type.Object({
     /** The customer says what they want done ("I'd like to return it"), not only asks whether it can be. */
     wish: Type.Array(Text, { default: [] }),
     /** A detail given for the active request, said to be one ("it's a visa if that matters"). */
-    detail: Type.Array(Text, { default: [] })
+    detail: Type.Array(Text, { default: [] }),
+    /** The customer supposes a case ("what if it already shipped?"): a question about the rule, not a request. */
+    supposing: Type.Array(Text, { default: [] })
   }, { additionalProperties: false })
 }, { additionalProperties: false })
 export type DomainSlots = Static<typeof DomainSlots>
