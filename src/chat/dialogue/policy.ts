@@ -83,6 +83,8 @@ const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 const isSupportIntent = (intent: string): intent is SupportIntent => SUPPORT_INTENT_SET.has(intent)
 /** A message with more content words than this is a request of its own, not a value for the active one. */
 const MAX_VALUE_WORDS = 5
+/** How sure the model must be that a message is off topic for no answer to be looked for in it. */
+const SURELY_OFF_TOPIC = 0.9
 /** How sure the model must be of a clause for it to be a request of its own beside one it often follows. */
 const CLEAR_REQUEST = 0.9
 /** A question of at most this many content words, naming nothing, asks about the request at hand. */
@@ -481,6 +483,9 @@ export class DialoguePolicy {
   /** An off-topic or unclear message that the answer selector is sure is a question the pack answers. */
   #rescue (turn: Turn, understanding: Understanding, answers: AnswerRanking | undefined, confidence: number): Decision | undefined {
     if (answers === undefined || understanding.coverage < MIN_COVERAGE) return undefined
+    // Not a message the model is all but certain is off topic ("btw do you know if its gonna snow this weekend"),
+    // whatever words it shares with an answer.
+    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= SURELY_OFF_TOPIC)) return undefined
     const topic = turn.state.topic
     // A question of the active request ("do you need a photo of it?" in a return) is answered, even after an aside.
     const inTopic = topic === undefined ? undefined : this.#answerFor(topic.intent, topic, answers)
