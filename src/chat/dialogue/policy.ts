@@ -353,10 +353,11 @@ export class DialoguePolicy {
     }
 
     // "and the phone number" after how to change the surname: a fragment right after the active request's reply that
-    // the model finds plausible for it is that request, asked of another thing.
+    // the model finds plausible for it, or after a question about the shop ("and on weekends?" after the opening
+    // hours), is that request, asked of another thing.
     if (topic !== undefined && intent !== topic.intent && isSupportIntent(topic.intent) && ELLIPSIS.test(reading.text ?? '') &&
       message.contentWords <= MAX_VALUE_AROUND && state.previousIntent === topic.intent &&
-      own.candidates.some((candidate) => candidate.intent === topic.intent && candidate.probability >= RESCUE_CANDIDATE)) {
+      (this.#questions.has(topic.intent) || own.candidates.some((candidate) => candidate.intent === topic.intent && candidate.probability >= RESCUE_CANDIDATE))) {
       intent = topic.intent
     }
 
@@ -412,7 +413,8 @@ export class DialoguePolicy {
       const within = fragment ? answers?.bestAmong(new Set([intent])) : undefined
       if (within?.answer !== undefined && within.confidence >= this.#answerThreshold) {
         const decision = this.#answer(turn, { answer: within.answer, confidence: within.confidence }, confidence, situation)
-        decision.intent = intent
+        // (A fragment asking when or how much asks that of the thing: "and how fast is that one" is its time.)
+        if (!turn.message.cues.has('time') && !turn.message.cues.has('price')) decision.intent = intent
         return decision
       }
       const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation)
