@@ -367,7 +367,12 @@ export class DialoguePolicy {
     const asksForContact = own.status === 'understood' && CONTACT_INTENTS.has(own.intent) && own.confidence >= PROBABLY_OTHER
     // Nor when it clearly asks a question of another matter, whose words only sound like it ("how do I change the
     // name? it still shows my old one").
-    const asksElse = reading.text?.includes('?') === true && own.status === 'understood' && isSupportIntent(own.intent) && own.confidence >= CLEARLY_OTHER && topic !== undefined && !this.#sameMatter(own.intent, topic)
+    // Nor when it is a new problem of the matter, which the model and the selector are both sure of ("it keeps saying
+    // email already in use?? i never signed up" after how to open an account): that problem's answer.
+    const ownAnswer = answers?.best(new Set([own.intent]))
+    const newProblem = ownAnswer?.answer !== undefined && ownAnswer.confidence >= SURE_ANSWER && own.intent !== topic?.intent
+    const asksElse = reading.text?.includes('?') === true && own.status === 'understood' && isSupportIntent(own.intent) && own.confidence >= CLEARLY_OTHER && topic !== undefined &&
+      (!this.#sameMatter(own.intent, topic) || newProblem)
     if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && !asksElse && (this.#sameMatter(intent, topic) || justAnswered)) {
       return this.#notHelped(turn, topic.intent)
     }
