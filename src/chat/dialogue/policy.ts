@@ -622,7 +622,8 @@ export class DialoguePolicy {
     if (reading.text?.includes('?') !== true || message.cues.has('wish')) return undefined
     // "and if it already shipped can I still cancel it?": a case supposed, not the customer's own, asks the rule too.
     const dated = understanding.entities.date !== undefined && understanding.entities.orderId === undefined && turn.newDate
-    if (!dated && !message.cues.has('supposing')) return undefined
+    // "do I have to pay for shipping them back? they came broken": what something costs asks the rule as well.
+    if (!dated && !message.cues.has('supposing') && !message.cues.has('price')) return undefined
     return answer.intents.find((intent) => this.#questions.has(intent))
   }
 
