@@ -1,4 +1,5 @@
 import type { AnswerChoice, AnswerRanking, RankedEntry } from '../answers/selector.ts'
+import { contentWordCount, stemsOf } from '../answers/terms.ts'
 import type { DomainAnswer, DomainPack } from '../domain-pack/schema.ts'
 import { OUT_OF_SCOPE, SOCIAL_INTENTS, SUPPORT_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
 import { MIN_COVERAGE, type Candidate, type Understanding } from '../nlu/understand.ts'
@@ -587,10 +588,18 @@ export class DialoguePolicy {
    * is asked first.
    */
   #askedAs (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
-    // Of a time and a price asked together, the first is the question ("is pickup free, and how soon…" is the price).
+    // Of a time and a price asked together, the first is the question ("is pickup free, and how soon…" is the price);
+    // a time asked after a question of its own ("can i pick it up in store? how quick is that") is about what that
+    // question asked.
     const at = turn.message.cueAt ?? {}
-    const time = at.time !== undefined && at.time <= (at.price ?? Number.POSITIVE_INFINITY)
-    return time ? this.#reportedFor(this.#reportedAs.time, answer) : undefined
+    if (at.time === undefined || at.time > (at.price ?? Number.POSITIVE_INFINITY)) return undefined
+    const text = turn.reading.text ?? ''
+    const question = text.indexOf('?')
+    if (question >= 0 && question < text.length - 1) {
+      const before = stemsOf(text.slice(0, question))
+      if (before.length <= at.time && contentWordCount(before) >= MAX_VALUE_AROUND) return undefined
+    }
+    return this.#reportedFor(this.#reportedAs.time, answer)
   }
 
   /**
