@@ -7,7 +7,12 @@ import type { MessageSlots } from './slots.ts'
  */
 export function splitClauses (text: string): string[] {
   const clauses: string[] = []
-  for (const sentence of text.split(SENTENCE_END)) {
+  // The sentences and the marks that end them, in turn: a sentence that ends with a question mark keeps it on its
+  // last clause ("Is the postage back free? And do you need a picture?" asks twice).
+  const parts = text.split(SENTENCE_END)
+  for (let part = 0; part < parts.length; part += 2) {
+    const sentence = parts[part]!
+    const asked = parts[part + 1]?.includes('?') === true
     const words = sentence.split(SPACE).filter((word) => word !== '')
     let start = 0
     for (let i = 1; i < words.length - 1; i++) {
@@ -19,12 +24,12 @@ export function splitClauses (text: string): string[] {
         if (word === 'and' && next === 'also') i++
       }
     }
-    if (start < words.length) clauses.push(words.slice(start).join(' '))
+    if (start < words.length) clauses.push(words.slice(start).join(' ') + (asked ? '?' : ''))
   }
   return clauses.filter((clause) => LETTERS.test(clause) && clause.split(' ').length >= MIN_CLAUSE_WORDS)
 }
 
-const SENTENCE_END = /[?!;\n]+|\.\s/
+const SENTENCE_END = /([?!;\n]+|\.\s)/
 const SPACE = /\s+/
 const LETTERS = /[a-z]{2}/i
 /** Words that start a second request after "and": "…and can I pay with Apple Pay". */

@@ -375,7 +375,9 @@ export class DialoguePolicy {
     const asksElse = reading.text?.includes('?') === true && own.status === 'understood' && isSupportIntent(own.intent) && own.confidence >= CLEARLY_OTHER && topic !== undefined &&
       (!this.#sameMatter(own.intent, topic) || newProblem)
     if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && !asksElse && (this.#sameMatter(intent, topic) || justAnswered)) {
-      return this.#notHelped(turn, topic.intent)
+      // About what was just answered: the sign-up problem answered after how to open an account, not the account.
+      const last = state.previousIntent
+      return this.#notHelped(turn, last !== undefined && isSupportIntent(last) && this.#sameMatter(last, topic) ? last : topic.intent)
     }
     if (asksForContact && cues.has('not_helped')) {
       intent = own.intent
@@ -588,11 +590,11 @@ export class DialoguePolicy {
    * is asked first.
    */
   #askedAs (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
-    // Of a time and a price asked together, the first is the question ("is pickup free, and how soon…" is the price);
-    // a time asked after a question of its own ("can i pick it up in store? how quick is that") is about what that
+    // A time and a price asked together ask about the option as a whole ("how fast is express and what does it
+    // cost" is delivery_options); a time asked after a question of its own ("can i pick it up in store? how quick is that") is about what that
     // question asked.
     const at = turn.message.cueAt ?? {}
-    if (at.time === undefined || at.time > (at.price ?? Number.POSITIVE_INFINITY)) return undefined
+    if (at.time === undefined || at.price !== undefined) return undefined
     const text = turn.reading.text ?? ''
     const question = text.indexOf('?')
     if (question >= 0 && question < text.length - 1) {
