@@ -49,6 +49,7 @@ export class AnswerSelector {
   /** The postings one message has added: scratch space, so that a term said twice counts once. */
   readonly #added = new Set<Posting>()
   readonly #byId: ReadonlyMap<string, DomainAnswer>
+  readonly #membership: EntryMembership
 
   constructor (answers: readonly DomainAnswer[], requests: Readonly<Partial<Record<IntentName, readonly string[]>>> = {}) {
     this.answers = answers
@@ -57,6 +58,7 @@ export class AnswerSelector {
       ...answers.map((answer) => ({ answer, intents: answer.intents, examples: answer.examples })),
       ...Object.entries(requests).map(([intent, examples]) => ({ intents: [intent as IntentName], examples: examples ?? [] }))
     ]
+    this.#membership = new EntryMembership(this.#entries)
     const documents = this.#entries.map((entry) => {
       const counts = new Map<string, number>()
       let length = 0
@@ -107,9 +109,9 @@ export class AnswerSelector {
     this.#score(scores, stems, terms)
     // The sentence that asks the question counts twice: "I typed it exactly. Can I use it with another code?"
     if (focus !== undefined) this.#score(scores, focus, terms)
-    if (terms.length === 0) return new AnswerRanking(this.#entries, undefined, terms)
+    if (terms.length === 0) return new AnswerRanking(this.#entries, this.#membership, undefined, terms)
     softmax(scores, TEMPERATURE)
-    return new AnswerRanking(this.#entries, scores, terms)
+    return new AnswerRanking(this.#entries, this.#membership, scores, terms)
   }
 
   /** Adds each term's postings once to `scores`; the words' (not the pairs') to `terms`. */
@@ -138,12 +140,14 @@ export class AnswerSelector {
 /** One message's probabilities over the answers and plain requests. */
 export class AnswerRanking {
   readonly #entries: readonly Entry[]
+  readonly #membership: EntryMembership
   readonly #probabilities: Float64Array | undefined
   /** The words of the message that matched (each once, or twice for the question asked). */
   readonly #terms: readonly Posting[]
 
-  constructor (entries: readonly Entry[], probabilities: Float64Array | undefined, terms: readonly Posting[]) {
+  constructor (entries: readonly Entry[], membership: EntryMembership, probabilities: Float64Array | undefined, terms: readonly Posting[]) {
     this.#entries = entries
+    this.#membership = membership
     this.#probabilities = probabilities
     this.#terms = terms
   }
@@ -153,17 +157,19 @@ export class AnswerRanking {
    * nothing of another matter ("how many days does it take?" shares its words with refund times).
    */
   namesNothingBut (intents: ReadonlySet<IntentName>): boolean {
-    return this.#terms.every((posting) => posting.entries.some((entry) => this.#entries[entry]!.intents.some((intent) => intents.has(intent))))
+    const member = this.#membership.of(intents)
+    return this.#terms.every((posting) => posting.entries.some((entry) => member[entry] === 1))
   }
 
   /** The most probable entry of `intents`, with its probability among theirs alone. */
   bestAmong (intents: ReadonlySet<IntentName>): RankedEntry | undefined {
     const probabilities = this.#probabilities
     if (probabilities === undefined) return undefined
+    const member = this.#membership.of(intents)
     let best = -1
     let sum = 0
     for (let i = 0; i < this.#entries.length; i++) {
-      if (!this.#entries[i]!.intents.some((intent) => intents.has(intent))) continue
+      if (member[i] !== 1) continue
       sum += probabilities[i]!
       if (best < 0 || probabilities[i]! > probabilities[best]!) best = i
     }
@@ -180,9 +186,10 @@ export class AnswerRanking {
   best (intents: ReadonlySet<IntentName>): RankedEntry | undefined {
     const probabilities = this.#probabilities
     if (probabilities === undefined) return undefined
+    const member = this.#membership.of(intents)
     let best = -1
     for (let i = 0; i < this.#entries.length; i++) {
-      if ((best < 0 || probabilities[i]! > probabilities[best]!) && this.#entries[i]!.intents.some((intent) => intents.has(intent))) best = i
+      if (member[i] === 1 && (best < 0 || probabilities[i]! > probabilities[best]!)) best = i
     }
     return this.#choice(best)
   }
@@ -201,6 +208,46 @@ export class AnswerRanking {
     const { answer } = this.#entries[index]!
     const confidence = Math.round(this.#probabilities![index]! * 1000) / 1000
     return answer === undefined ? { confidence } : { answer, confidence }
+  }
+}
+
+/**
+ * Which entries belong to which requests, worked out once from the pack: a message asks about a few sets of requests,
+ * each tested against every entry.
+ */
+class EntryMembership {
+  /** For each request, 1 at each entry of it. */
+  readonly #byIntent = new Map<IntentName, Uint8Array>()
+  readonly #none: Uint8Array
+  /** The union of several requests' entries: scratch space, valid until the next `of`. */
+  readonly #union: Uint8Array
+
+  constructor (entries: readonly Entry[]) {
+    this.#none = new Uint8Array(entries.length)
+    this.#union = new Uint8Array(entries.length)
+    for (const [index, entry] of entries.entries()) {
+      for (const intent of entry.intents) {
+        let member = this.#byIntent.get(intent)
+        if (member === undefined) this.#byIntent.set(intent, member = new Uint8Array(entries.length))
+        member[index] = 1
+      }
+    }
+  }
+
+  /** 1 at each entry of one of `intents`, 0 elsewhere; read it before the next call. */
+  of (intents: ReadonlySet<IntentName>): Uint8Array {
+    if (intents.size === 1) {
+      const [intent] = intents
+      return this.#byIntent.get(intent!) ?? this.#none
+    }
+    const union = this.#union
+    union.fill(0)
+    for (const intent of intents) {
+      const member = this.#byIntent.get(intent)
+      if (member === undefined) continue
+      for (let i = 0; i < member.length; i++) union[i]! |= member[i]!
+    }
+    return union
   }
 }
 
