@@ -4,7 +4,12 @@ const DAY_MS = 86_400_000
 
 /** Today's date in UTC, as YYYY-MM-DD. */
 export function utcDate (instant: Date): string {
-  return instant.toISOString().slice(0, 10)
+  return dateOf(instant.toISOString())
+}
+
+/** The date of an ISO 8601 UTC time stamp (`toISOString`'s), as YYYY-MM-DD. */
+export function dateOf (timestamp: string): string {
+  return timestamp.slice(0, 10)
 }
 
 /** A YYYY-MM-DD string that names a real calendar day (no 2026-02-30). */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { AnswerSelector } from './answers/selector.ts'
 import { readWords, stemsOf } from './answers/terms.ts'
-import { utcDate } from './calendar.ts'
+import { dateOf, utcDate } from './calendar.ts'
 import { boundFacts, DEFAULT_FACT_LIMITS, type FactLimits } from './conversation-facts.ts'
 import type { ConversationStore } from './conversation-store.ts'
 import { splitClauses } from './dialogue/clauses.ts'
@@ -86,8 +86,9 @@ export class ChatService {
   async send (input: SendMessage): Promise<SentReply> {
     const received = this.#now()
     if (input.conversationId === undefined) {
-      const conversation = newConversation(input.owner, input.userId, received.toISOString())
-      const sent = this.#answer(conversation, input, this.read(input.message, utcDate(received)), received)
+      const timestamp = received.toISOString()
+      const conversation = newConversation(input.owner, input.userId, timestamp)
+      const sent = this.#answer(conversation, input, this.read(input.message, dateOf(timestamp)), timestamp)
       await this.#store.save(conversation, { newTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
       return sent
     }
@@ -98,14 +99,16 @@ export class ChatService {
       if (!owns(conversation, input.owner, input.userId)) throw new ConversationNotFound()
       read ??= this.read(input.message, utcDate(received))
       // Applied again after another message came first: its time is when it was applied.
-      return this.#answer(conversation, input, read, this.#now())
+      return this.#answer(conversation, input, read, this.#now().toISOString())
     }, { recentTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
   }
 
-  /** Decides and renders the reply to the message, and changes the conversation accordingly (its turns included). */
-  #answer (conversation: Conversation, input: SendMessage, read: MessageRead, now: Date): SentReply {
-    const timestamp = now.toISOString()
-    const today = utcDate(now)
+  /**
+   * Decides and renders the reply to the message at `timestamp` (ISO 8601, UTC), and changes the conversation
+   * accordingly (its turns included).
+   */
+  #answer (conversation: Conversation, input: SendMessage, read: MessageRead, timestamp: string): SentReply {
+    const today = dateOf(timestamp)
     const context = input.context ?? {}
     const previousTurn = conversation.turns.findLast((turn) => turn.role === 'assistant')
     const previousMessage = conversation.turns.findLast((turn) => turn.role === 'customer')?.text
