@@ -204,10 +204,12 @@ export class ChatService {
   #replyGroups (intent: IntentName, choice: ReplyChoice): Array<readonly string[]> {
     if (choice.kind === 'fallback') return [this.#pack.fallback[choice.name]]
     const replies = choice.kind === 'answer' ? this.answers.byId(choice.id)?.replies ?? { default: [] } : this.#pack.intents[intent].replies
-    return choice.situations.flatMap((situation) => {
+    const groups: Array<readonly string[]> = []
+    for (const situation of choice.situations) {
       const group = replies[situation]
-      return group === undefined ? [] : [group]
-    })
+      if (group !== undefined) groups.push(group)
+    }
+    return groups
   }
 
   /** Unknown, expired, another key's or another user's conversation: the same answer, so none can be told apart. */
