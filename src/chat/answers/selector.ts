@@ -46,8 +46,8 @@ export class AnswerSelector {
   readonly #unigrams = new Map<string, Posting>()
   /** For each pair of neighbouring stems, by the first and then the second. */
   readonly #bigrams = new Map<string, Map<string, Posting>>()
-  /** The postings one message has added: scratch space, so that a term said twice counts once. */
-  readonly #added = new Set<Posting>()
+  /** Counts the passes over a message's stems: a posting marked with the current one was added in it already. */
+  #pass = 0
   readonly #byId: ReadonlyMap<string, DomainAnswer>
   readonly #membership: EntryMembership
 
@@ -81,7 +81,7 @@ export class AnswerSelector {
     }
     for (const [term, list] of lists) {
       const idf = Math.log(1 + (documents.length - list.length + 0.5) / (list.length + 0.5))
-      const posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf) }
+      const posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf), addedIn: 0 }
       const space = term.indexOf(' ')
       if (space < 0) {
         this.#unigrams.set(term, posting)
@@ -104,7 +104,8 @@ export class AnswerSelector {
    * answerTerms reads them, without building them.
    */
   rank (stems: readonly string[], focus?: readonly string[]): AnswerRanking {
-    const scores = new Float64Array(this.#entries.length)
+    // A plain array: a Float64Array this long would be given a buffer outside the heap, which costs more to make.
+    const scores = new Array<number>(this.#entries.length).fill(0)
     const terms: Posting[] = []
     this.#score(scores, stems, terms)
     // The sentence that asks the question counts twice: "I typed it exactly. Can I use it with another code?"
@@ -115,21 +116,20 @@ export class AnswerSelector {
   }
 
   /** Adds each term's postings once to `scores`; the words' (not the pairs') to `terms`. */
-  #score (scores: Float64Array, stems: readonly string[], terms: Posting[]): void {
-    const added = this.#added
-    added.clear()
+  #score (scores: number[], stems: readonly string[], terms: Posting[]): void {
+    const pass = ++this.#pass
     let previous: string | undefined
     for (const stem of stems) {
       if (!isContentStem(stem)) continue
       const unigram = this.#unigrams.get(stem)
-      if (unigram !== undefined && !added.has(unigram)) {
-        added.add(unigram)
+      if (unigram !== undefined && unigram.addedIn !== pass) {
+        unigram.addedIn = pass
         terms.push(unigram)
         addPosting(scores, unigram)
       }
       const bigram = previous === undefined ? undefined : this.#bigrams.get(previous)?.get(stem)
-      if (bigram !== undefined && !added.has(bigram)) {
-        added.add(bigram)
+      if (bigram !== undefined && bigram.addedIn !== pass) {
+        bigram.addedIn = pass
         addPosting(scores, bigram)
       }
       previous = stem
@@ -141,11 +141,11 @@ export class AnswerSelector {
 export class AnswerRanking {
   readonly #entries: readonly Entry[]
   readonly #membership: EntryMembership
-  readonly #probabilities: Float64Array | undefined
+  readonly #probabilities: readonly number[] | undefined
   /** The words of the message that matched (each once, or twice for the question asked). */
   readonly #terms: readonly Posting[]
 
-  constructor (entries: readonly Entry[], membership: EntryMembership, probabilities: Float64Array | undefined, terms: readonly Posting[]) {
+  constructor (entries: readonly Entry[], membership: EntryMembership, probabilities: readonly number[] | undefined, terms: readonly Posting[]) {
     this.#entries = entries
     this.#membership = membership
     this.#probabilities = probabilities
@@ -254,14 +254,16 @@ class EntryMembership {
 interface Posting {
   entries: Int32Array
   weights: Float64Array
+  /** The pass over a message's stems that last added it (AnswerSelector's `#pass`). */
+  addedIn: number
 }
 
-function addPosting (scores: Float64Array, posting: Posting): void {
+function addPosting (scores: number[], posting: Posting): void {
   for (let i = 0; i < posting.entries.length; i++) scores[posting.entries[i]!]! += posting.weights[i]!
 }
 
 /** Scores to probabilities; the entries no term matched share one value, computed once. */
-function softmax (scores: Float64Array, temperature: number): void {
+function softmax (scores: number[], temperature: number): void {
   let max = 0
   for (let i = 0; i < scores.length; i++) if (scores[i]! > max) max = scores[i]!
   const unmatched = Math.exp(-max / temperature)
