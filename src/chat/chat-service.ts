@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { AnswerSelector } from './answers/selector.ts'
 import { readWords, stemsOf } from './answers/terms.ts'
-import { dateOf, utcDate } from './calendar.ts'
+import { dateOf, isoTimestamp, utcDate } from './calendar.ts'
 import { boundFacts, DEFAULT_FACT_LIMITS, type FactLimits } from './conversation-facts.ts'
 import type { ConversationStore } from './conversation-store.ts'
 import { splitClauses } from './dialogue/clauses.ts'
@@ -86,7 +86,7 @@ export class ChatService {
   async send (input: SendMessage): Promise<SentReply> {
     const received = this.#now()
     if (input.conversationId === undefined) {
-      const timestamp = received.toISOString()
+      const timestamp = isoTimestamp(received)
       const conversation = newConversation(input.owner, input.userId, timestamp)
       const sent = this.#answer(conversation, input, this.read(input.message, dateOf(timestamp)), timestamp)
       await this.#store.save(conversation, { newTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
@@ -99,7 +99,7 @@ export class ChatService {
       if (!owns(conversation, input.owner, input.userId)) throw new ConversationNotFound()
       read ??= this.read(input.message, utcDate(received))
       // Applied again after another message came first: its time is when it was applied.
-      return this.#answer(conversation, input, read, this.#now().toISOString())
+      return this.#answer(conversation, input, read, isoTimestamp(this.#now()))
     }, { recentTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
   }
 
