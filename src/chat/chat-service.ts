@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { AnswerSelector } from './answers/selector.ts'
 import { readWords, stemsOf } from './answers/terms.ts'
-import { utcDate } from './calendar.ts'
+import { dateOf, isoTimestamp, utcDate } from './calendar.ts'
 import { boundFacts, DEFAULT_FACT_LIMITS, type FactLimits } from './conversation-facts.ts'
 import type { ConversationStore } from './conversation-store.ts'
 import { asksToDo, splitClauses } from './dialogue/clauses.ts'
@@ -86,8 +86,9 @@ export class ChatService {
   async send (input: SendMessage): Promise<SentReply> {
     const received = this.#now()
     if (input.conversationId === undefined) {
-      const conversation = newConversation(input.owner, input.userId, received.toISOString())
-      const sent = this.#answer(conversation, input, this.read(input.message, utcDate(received)), received)
+      const timestamp = isoTimestamp(received)
+      const conversation = newConversation(input.owner, input.userId, timestamp)
+      const sent = this.#answer(conversation, input, this.read(input.message, dateOf(timestamp)), timestamp)
       await this.#store.save(conversation, { newTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
       return sent
     }
@@ -98,14 +99,16 @@ export class ChatService {
       if (!owns(conversation, input.owner, input.userId)) throw new ConversationNotFound()
       read ??= this.read(input.message, utcDate(received))
       // Applied again after another message came first: its time is when it was applied.
-      return this.#answer(conversation, input, read, this.#now())
+      return this.#answer(conversation, input, read, isoTimestamp(this.#now()))
     }, { recentTurns: TURNS_PER_MESSAGE, historyLimit: this.#historyLimit })
   }
 
-  /** Decides and renders the reply to the message, and changes the conversation accordingly (its turns included). */
-  #answer (conversation: Conversation, input: SendMessage, read: MessageRead, now: Date): SentReply {
-    const timestamp = now.toISOString()
-    const today = utcDate(now)
+  /**
+   * Decides and renders the reply to the message at `timestamp` (ISO 8601, UTC), and changes the conversation
+   * accordingly (its turns included).
+   */
+  #answer (conversation: Conversation, input: SendMessage, read: MessageRead, timestamp: string): SentReply {
+    const today = dateOf(timestamp)
     const context = input.context ?? {}
     const previousTurn = conversation.turns.findLast((turn) => turn.role === 'assistant')
     const previousMessage = conversation.turns.findLast((turn) => turn.role === 'customer')?.text
@@ -206,10 +209,12 @@ export class ChatService {
   #replyGroups (intent: IntentName, choice: ReplyChoice): Array<readonly string[]> {
     if (choice.kind === 'fallback') return [this.#pack.fallback[choice.name]]
     const replies = choice.kind === 'answer' ? this.answers.byId(choice.id)?.replies ?? { default: [] } : this.#pack.intents[intent].replies
-    return choice.situations.flatMap((situation) => {
+    const groups: Array<readonly string[]> = []
+    for (const situation of choice.situations) {
       const group = replies[situation]
-      return group === undefined ? [] : [group]
-    })
+      if (group !== undefined) groups.push(group)
+    }
+    return groups
   }
 
   /** Unknown, expired, another key's or another user's conversation: the same answer, so none can be told apart. */

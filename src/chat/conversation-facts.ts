@@ -24,6 +24,8 @@ export const DEFAULT_FACT_LIMITS: FactLimits = { count: 100, bytes: 65_536 }
  * ("7") always come first, so they count as the oldest.
  */
 export function boundFacts (before: Readonly<Record<string, Fact>>, after: Readonly<Record<string, Fact>>, given: Iterable<string>, limits: FactLimits): Record<string, Fact> {
+  // Most messages of most conversations know no fact at all.
+  if (Object.keys(after).length === 0) return {}
   const fresh = new Set<string>()
   for (const name of given) if (Object.hasOwn(after, name)) fresh.add(name)
   for (const name in after) if (before[name] !== after[name]) fresh.add(name)

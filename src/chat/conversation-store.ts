@@ -136,9 +136,15 @@ export class MemoryConversationStore implements ConversationStore {
       if (owner !== conversation.ownerKey) conversations.delete(conversation.id)
       break
     }
-    const turns = [...previous?.turns ?? []]
-    for (const turn of lastOf(conversation.turns, newTurns)) turns.push(Object.isFrozen(turn) ? turn : Object.freeze({ ...turn }))
-    turns.splice(0, turns.length - historyLimit)
+    // The stored history and the new turns, of which the last historyLimit are kept: copied once, nothing shifted.
+    const kept = previous?.turns ?? []
+    const added = lastOf(conversation.turns, newTurns)
+    const first = Math.max(0, kept.length + added.length - historyLimit)
+    const turns = first < kept.length ? kept.slice(first) : []
+    for (let i = Math.max(0, first - kept.length); i < added.length; i++) {
+      const turn = added[i]!
+      turns.push(Object.isFrozen(turn) ? turn : Object.freeze({ ...turn }))
+    }
     const stored = copyOf(conversation, turns)
     this.#conversationsOf(stored.ownerKey).set(stored.id, stored, { size: conversationBytes(stored) })
     this.#fit(stored.ownerKey)

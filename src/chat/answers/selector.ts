@@ -46,9 +46,10 @@ export class AnswerSelector {
   readonly #unigrams = new Map<string, Posting>()
   /** For each pair of neighbouring stems, by the first and then the second. */
   readonly #bigrams = new Map<string, Map<string, Posting>>()
-  /** The postings one message has added: scratch space, so that a term said twice counts once. */
-  readonly #added = new Set<Posting>()
+  /** Counts the passes over a message's stems: a posting marked with the current one was added in it already. */
+  #pass = 0
   readonly #byId: ReadonlyMap<string, DomainAnswer>
+  readonly #membership: EntryMembership
 
   constructor (answers: readonly DomainAnswer[], requests: Readonly<Partial<Record<IntentName, readonly string[]>>> = {}) {
     this.answers = answers
@@ -57,6 +58,7 @@ export class AnswerSelector {
       ...answers.map((answer) => ({ answer, intents: answer.intents, examples: answer.examples })),
       ...Object.entries(requests).map(([intent, examples]) => ({ intents: [intent as IntentName], examples: examples ?? [] }))
     ]
+    this.#membership = new EntryMembership(this.#entries)
     const documents = this.#entries.map((entry) => {
       const counts = new Map<string, number>()
       let length = 0
@@ -79,8 +81,7 @@ export class AnswerSelector {
     }
     for (const [term, list] of lists) {
       const idf = Math.log(1 + (documents.length - list.length + 0.5) / (list.length + 0.5))
-      const posting: Posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf) }
-      if (TIME_WORDS.has(term)) posting.asksTime = true
+      const posting: Posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf), addedIn: 0, asksTime: TIME_WORDS.has(term) }
       const space = term.indexOf(' ')
       if (space < 0) {
         this.#unigrams.set(term, posting)
@@ -103,32 +104,32 @@ export class AnswerSelector {
    * answerTerms reads them, without building them.
    */
   rank (stems: readonly string[], focus?: readonly string[]): AnswerRanking {
-    const scores = new Float64Array(this.#entries.length)
+    // A plain array: a Float64Array this long would be given a buffer outside the heap, which costs more to make.
+    const scores = new Array<number>(this.#entries.length).fill(0)
     const terms: Posting[] = []
     this.#score(scores, stems, terms)
     // The sentence that asks the question counts twice: "I typed it exactly. Can I use it with another code?"
     if (focus !== undefined) this.#score(scores, focus, terms)
-    if (terms.length === 0) return new AnswerRanking(this.#entries, undefined, terms)
+    if (terms.length === 0) return new AnswerRanking(this.#entries, this.#membership, undefined, terms)
     softmax(scores, TEMPERATURE)
-    return new AnswerRanking(this.#entries, scores, terms)
+    return new AnswerRanking(this.#entries, this.#membership, scores, terms)
   }
 
   /** Adds each term's postings once to `scores`; the words' (not the pairs') to `terms`. */
-  #score (scores: Float64Array, stems: readonly string[], terms: Posting[]): void {
-    const added = this.#added
-    added.clear()
+  #score (scores: number[], stems: readonly string[], terms: Posting[]): void {
+    const pass = ++this.#pass
     let previous: string | undefined
     for (const stem of stems) {
       if (!isContentStem(stem)) continue
       const unigram = this.#unigrams.get(stem)
-      if (unigram !== undefined && !added.has(unigram)) {
-        added.add(unigram)
+      if (unigram !== undefined && unigram.addedIn !== pass) {
+        unigram.addedIn = pass
         terms.push(unigram)
         addPosting(scores, unigram)
       }
       const bigram = previous === undefined ? undefined : this.#bigrams.get(previous)?.get(stem)
-      if (bigram !== undefined && !added.has(bigram)) {
-        added.add(bigram)
+      if (bigram !== undefined && bigram.addedIn !== pass) {
+        bigram.addedIn = pass
         addPosting(scores, bigram)
       }
       previous = stem
@@ -139,12 +140,14 @@ export class AnswerSelector {
 /** One message's probabilities over the answers and plain requests. */
 export class AnswerRanking {
   readonly #entries: readonly Entry[]
-  readonly #probabilities: Float64Array | undefined
+  readonly #membership: EntryMembership
+  readonly #probabilities: readonly number[] | undefined
   /** The words of the message that matched (each once, or twice for the question asked). */
   readonly #terms: readonly Posting[]
 
-  constructor (entries: readonly Entry[], probabilities: Float64Array | undefined, terms: readonly Posting[]) {
+  constructor (entries: readonly Entry[], membership: EntryMembership, probabilities: readonly number[] | undefined, terms: readonly Posting[]) {
     this.#entries = entries
+    this.#membership = membership
     this.#probabilities = probabilities
     this.#terms = terms
   }
@@ -155,20 +158,23 @@ export class AnswerRanking {
    * words with refund times, or with none).
    */
   namesNothingBut (intents: ReadonlySet<IntentName>, other?: IntentName): boolean {
-    return this.#terms.every((posting) => posting.asksTime === true || (posting.entries.some((entry) => this.#entries[entry]!.intents.some((intent) => intents.has(intent))) &&
-      // …and, when the message was read as `other`, nothing of that either ("how long to get my money back" names
-      // the refund, though a double charge's answer speaks of money back too).
-      (other === undefined || !posting.entries.some((entry) => this.#entries[entry]!.intents.includes(other)))))
+    const member = this.#membership.of(intents)
+    // …and, when the message was read as `other`, nothing of that either ("how long to get my money back" names the
+    // refund, though a double charge's answer speaks of money back too).
+    const others = other === undefined ? undefined : this.#membership.of(new Set([other]))
+    return this.#terms.every((posting) => posting.asksTime || (posting.entries.some((entry) => member[entry] === 1) &&
+      (others === undefined || !posting.entries.some((entry) => others[entry] === 1))))
   }
 
   /** The most probable entry of `intents`, with its probability among theirs alone. */
   bestAmong (intents: ReadonlySet<IntentName>): RankedEntry | undefined {
     const probabilities = this.#probabilities
     if (probabilities === undefined) return undefined
+    const member = this.#membership.of(intents)
     let best = -1
     let sum = 0
     for (let i = 0; i < this.#entries.length; i++) {
-      if (!this.#entries[i]!.intents.some((intent) => intents.has(intent))) continue
+      if (member[i] !== 1) continue
       sum += probabilities[i]!
       if (best < 0 || probabilities[i]! > probabilities[best]!) best = i
     }
@@ -185,9 +191,10 @@ export class AnswerRanking {
   best (intents: ReadonlySet<IntentName>): RankedEntry | undefined {
     const probabilities = this.#probabilities
     if (probabilities === undefined) return undefined
+    const member = this.#membership.of(intents)
     let best = -1
     for (let i = 0; i < this.#entries.length; i++) {
-      if ((best < 0 || probabilities[i]! > probabilities[best]!) && this.#entries[i]!.intents.some((intent) => intents.has(intent))) best = i
+      if (member[i] === 1 && (best < 0 || probabilities[i]! > probabilities[best]!)) best = i
     }
     return this.#choice(best)
   }
@@ -225,11 +232,53 @@ export class AnswerRanking {
   }
 }
 
+/**
+ * Which entries belong to which requests, worked out once from the pack: a message asks about a few sets of requests,
+ * each tested against every entry.
+ */
+class EntryMembership {
+  /** For each request, 1 at each entry of it. */
+  readonly #byIntent = new Map<IntentName, Uint8Array>()
+  readonly #none: Uint8Array
+  /** The union of several requests' entries: scratch space, valid until the next `of`. */
+  readonly #union: Uint8Array
+
+  constructor (entries: readonly Entry[]) {
+    this.#none = new Uint8Array(entries.length)
+    this.#union = new Uint8Array(entries.length)
+    for (const [index, entry] of entries.entries()) {
+      for (const intent of entry.intents) {
+        let member = this.#byIntent.get(intent)
+        if (member === undefined) this.#byIntent.set(intent, member = new Uint8Array(entries.length))
+        member[index] = 1
+      }
+    }
+  }
+
+  /** 1 at each entry of one of `intents`, 0 elsewhere; read it before the next call. */
+  of (intents: ReadonlySet<IntentName>): Uint8Array {
+    if (intents.size === 1) {
+      const [intent] = intents
+      return this.#byIntent.get(intent!) ?? this.#none
+    }
+    const union = this.#union
+    union.fill(0)
+    for (const intent of intents) {
+      const member = this.#byIntent.get(intent)
+      if (member === undefined) continue
+      for (let i = 0; i < member.length; i++) union[i]! |= member[i]!
+    }
+    return union
+  }
+}
+
 interface Posting {
   entries: Int32Array
   weights: Float64Array
+  /** The pass over a message's stems that last added it (AnswerSelector's `#pass`). */
+  addedIn: number
   /** The term is one of TIME_WORDS. */
-  asksTime?: true
+  asksTime: boolean
 }
 
 /**
@@ -243,12 +292,12 @@ const TIME_WORDS: ReadonlySet<string> = new Set([
   'would', 'can', 'could', 'get'
 ])
 
-function addPosting (scores: Float64Array, posting: Posting): void {
+function addPosting (scores: number[], posting: Posting): void {
   for (let i = 0; i < posting.entries.length; i++) scores[posting.entries[i]!]! += posting.weights[i]!
 }
 
 /** Scores to probabilities; the entries no term matched share one value, computed once. */
-function softmax (scores: Float64Array, temperature: number): void {
+function softmax (scores: number[], temperature: number): void {
   let max = 0
   for (let i = 0; i < scores.length; i++) if (scores[i]! > max) max = scores[i]!
   const unmatched = Math.exp(-max / temperature)

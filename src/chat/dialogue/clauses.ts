@@ -17,11 +17,12 @@ export function splitClauses (text: string): string[] {
     let start = 0
     for (let i = 1; i < words.length - 1; i++) {
       const word = bare(words[i]!)
-      const next = bare(words[i + 1]!)
-      if ((word === 'and' && SECOND_REQUEST.has(next)) || word === 'also' || word === 'plus') {
+      // The next word matters only after "and": read it then alone.
+      const next = word === 'and' ? bare(words[i + 1]!) : undefined
+      if ((next !== undefined && SECOND_REQUEST.has(next)) || word === 'also' || word === 'plus') {
         if (i > start) clauses.push(words.slice(start, i).join(' '))
-        start = word === 'and' && next === 'also' ? i + 2 : i + 1
-        if (word === 'and' && next === 'also') i++
+        start = next === 'also' ? i + 2 : i + 1
+        if (next === 'also') i++
       }
     }
     if (start < words.length) clauses.push(words.slice(start).join(' ') + (asked ? '?' : ''))

@@ -1,7 +1,7 @@
 import type { Fact } from '../dialogue/conversation.ts'
 import { POLICY_VALUES } from '../domain-pack/load.ts'
 import type { DomainPack } from '../domain-pack/schema.ts'
-import { linkValueNames, renderLinkUrl, ReplyTemplate, type KnownNames, type LinkSource, type RenderedLink } from './templates.ts'
+import { linkValueNames, LinkUrlTemplate, ReplyTemplate, type KnownNames, type LinkSource, type RenderedLink } from './templates.ts'
 import { policyValues, TemplateValues } from './values.ts'
 
 export interface Reply {
@@ -29,7 +29,7 @@ export interface ReplyRequest {
 
 interface PackLink {
   label: string
-  url: string
+  url: LinkUrlTemplate
   /** The values its URL needs besides `{base}`: it is offered only when they are known. */
   needs: readonly string[]
 }
@@ -55,7 +55,7 @@ export class ReplyRenderer {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '')
     this.#random = options.random ?? Math.random
     this.#policyValues = policyValues(pack)
-    this.#links = new Map(Object.entries(pack.links).map(([name, link]) => [name, { ...link, needs: linkValueNames(link.url) }]))
+    this.#links = new Map(Object.entries(pack.links).map(([name, link]) => [name, { label: link.label, url: new LinkUrlTemplate(link.url), needs: linkValueNames(link.url) }]))
     const fixedLinks = [...this.#links].filter(([, link]) => link.needs.length === 0)
     this.#general = new Set([...POLICY_VALUES, ...this.#policyValues.keys(), ...fixedLinks.map(([name]) => `link:${name}`)])
   }
@@ -116,7 +116,7 @@ export class ReplyRenderer {
       get: (name) => {
         if (rendered.has(name)) return rendered.get(name)
         const link = this.#links.get(name)
-        const url = link === undefined ? undefined : renderLinkUrl(link.url, this.#baseUrl, values)
+        const url = link === undefined ? undefined : link.url.render(this.#baseUrl, values)
         const result = url === undefined ? undefined : { name, label: link!.label, url }
         rendered.set(name, result)
         return result

@@ -94,11 +94,12 @@ export class ReplyTemplate {
     const used: RenderedLink[] = []
     const text = renderParts(this.#parts, values, links, used)
     if (text === undefined) return undefined
-    const unique = used.filter((link, index) => used.findIndex((other) => other.url === link.url) === index)
-    return { text: text.replace(/\s{2,}/g, ' ').trim(), links: unique }
+    const unique = used.length < 2 ? used : used.filter((link, index) => used.findIndex((other) => other.url === link.url) === index)
+    return { text: text.replace(SPACES, ' ').trim(), links: unique }
   }
 }
 
+const SPACES = /\s{2,}/g
 const LINK_VALUE = /\{([a-z][a-z0-9_]*)\}/g
 
 /** The values a link template needs besides `{base}`: none for a fixed page, `order_id` for an order's page. */
@@ -108,17 +109,42 @@ export function linkValueNames (template: string): string[] {
 
 /** The URL of a link template, or undefined when a value it needs is unknown. Values are URL-encoded. */
 export function renderLinkUrl (template: string, base: string, values: ValueSource): string | undefined {
-  let missing = false
-  const url = template.replace(LINK_VALUE, (_match, name: string) => {
-    if (name === 'base') return base
-    const value = values.get(name)
-    if (value === undefined) {
-      missing = true
-      return ''
+  return new LinkUrlTemplate(template).render(base, values)
+}
+
+/** A link template read once, rendered with every reply that offers the link. */
+export class LinkUrlTemplate {
+  /** The text before each value, then the text after the last. */
+  readonly #texts: string[] = []
+  /** The names of its values, `base` included, in order. */
+  readonly #names: string[] = []
+
+  constructor (template: string) {
+    let last = 0
+    for (const match of template.matchAll(LINK_VALUE)) {
+      this.#texts.push(template.slice(last, match.index))
+      this.#names.push(match[1]!)
+      last = match.index + match[0].length
     }
-    return encodeURIComponent(value)
-  })
-  return missing ? undefined : url
+    this.#texts.push(template.slice(last))
+  }
+
+  /** The URL, or undefined when a value it needs is unknown. Values are URL-encoded. */
+  render (base: string, values: ValueSource): string | undefined {
+    let url = this.#texts[0]!
+    for (let i = 0; i < this.#names.length; i++) {
+      const name = this.#names[i]!
+      if (name === 'base') {
+        url += base
+      } else {
+        const value = values.get(name)
+        if (value === undefined) return undefined
+        url += encodeURIComponent(value)
+      }
+      url += this.#texts[i + 1]!
+    }
+    return url
+  }
 }
 
 /** How many of the names in `parts` are not general, or undefined when one they need is unknown. */
