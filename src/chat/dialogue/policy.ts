@@ -362,6 +362,12 @@ export class DialoguePolicy {
       intent = topic.intent
     }
 
+    // "also change it on my account so this doesnt happen again" during an address change: the same change, for the
+    // account's saved addresses, unless the model is sure of another request.
+    if (topic !== undefined && ADDRESS_INTENTS.has(topic.intent) && intent !== topic.intent && cues.has('account_scope') && !ADDRESS_INTENTS.has(intent) && confidence < CLEARLY_OTHER) {
+      intent = topic.intent
+    }
+
     // "It didn't help", said about the request just answered: its next step, or a person.
     const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
     // Unless the customer says whom they want instead ("that didn't work, give me your phone number").
