@@ -304,7 +304,7 @@ export class DialoguePolicy {
     if (inTopic.status !== 'understood') {
       const rescued = this.#rescue(turn, own, answers, inTopic.confidence)
       if (rescued !== undefined) return rescued
-      if (cues.has('not_helped') && state.topic !== undefined && isSupportIntent(state.previousIntent ?? '')) return this.#notHelped(turn, state.topic.intent)
+      if (cues.has('not_helped') && state.topic !== undefined && isSupportIntent(state.previousIntent ?? '')) return this.#notHelped(turn, this.#helpedMatter(state, state.topic))
       // The new address an address change waits for, which the model cannot read: the change goes on.
       if (state.topic !== undefined && ADDRESS_INTENTS.has(state.topic.intent) && isStreetAddress(reading.text ?? '')) return this.#continue(turn, state.topic.intent)
       return this.#notUnderstood(turn, inTopic.status, inTopic.confidence)
@@ -381,9 +381,7 @@ export class DialoguePolicy {
     const asksElse = reading.text?.includes('?') === true && own.status === 'understood' && isSupportIntent(own.intent) && own.confidence >= CLEARLY_OTHER && topic !== undefined &&
       (!this.#sameMatter(own.intent, topic) || newProblem)
     if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && !asksElse && (this.#sameMatter(intent, topic) || justAnswered)) {
-      // About what was just answered: the sign-up problem answered after how to open an account, not the account.
-      const last = state.previousIntent
-      return this.#notHelped(turn, last !== undefined && isSupportIntent(last) && this.#sameMatter(last, topic) ? last : topic.intent)
+      return this.#notHelped(turn, this.#helpedMatter(state, topic))
     }
     if (asksForContact && cues.has('not_helped')) {
       intent = own.intent
@@ -902,6 +900,15 @@ export class DialoguePolicy {
   #clauseAnswer (clause: ClauseReading): string | undefined {
     const best = clause.answers?.best(new Set([clause.understanding.intent as SupportIntent]))
     return best?.answer !== undefined && best.confidence >= this.#answerThreshold ? best.answer.id : undefined
+  }
+
+  /**
+   * The request "it didn't help" is about: the one just answered when it is of the active request's matter (the
+   * sign-up problem answered after how to open an account, not the account), else the active request.
+   */
+  #helpedMatter (state: DialogueState, topic: Topic): SupportIntent {
+    const last = state.previousIntent
+    return last !== undefined && isSupportIntent(last) && this.#sameMatter(last, topic) ? last : topic.intent
   }
 
   /** Whether two requests are one or follow up each other. */
