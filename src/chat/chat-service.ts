@@ -166,7 +166,7 @@ export class ChatService {
   #clauses (message: string, understanding: Understanding, today: string): ClauseReading[] | undefined {
     const second = understanding.candidates[1]
     const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && SUPPORT.has(second.intent)
-    if (!likely && !ANOTHER_REQUEST.test(message) && !(AND_QUESTION.test(message) && message.split(SENTENCE_BREAK).length <= 2)) return undefined
+    if (!likely && !ANOTHER_REQUEST.test(message) && !(AND_QUESTION.test(message) && message.split(SENTENCE_BREAK).length <= MAX_AND_SENTENCES)) return undefined
     const clauses = splitClauses(message)
     if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
     return clauses.map((clause) => {
@@ -242,8 +242,10 @@ const SECOND_REQUEST_PROBABILITY = 0.05
 const ANOTHER_REQUEST = /\b(?:also|plus|another thing|as well)\b/i
 /**
  * A second question joined by "and" ("can i cancel my order and will it cost me anything", "Do I have to pay for it?
- * And is there anything I need to include?"), in a message of at most two sentences: a longer one is an account.
+ * And is there anything I need to include?"), in a message of at most MAX_AND_SENTENCES sentences: a longer one is
+ * an account of what happened.
  */
+const MAX_AND_SENTENCES = 3
 const AND_QUESTION = /\band (?:can|could|will|would|is|does|do|how|what|when)\b/i
 /** A message of more clauses is a story, not a list of requests: it is read whole. */
 const MAX_CLAUSES = 6

@@ -356,10 +356,11 @@ export class DialoguePolicy {
     // "and the phone number" after how to change the surname: a fragment right after the active request's reply that
     // the model finds plausible for it, or after a question about the shop ("and on weekends?" after the opening
     // hours), is that request, asked of another thing.
-    if (topic !== undefined && intent !== topic.intent && isSupportIntent(topic.intent) && ELLIPSIS.test(reading.text ?? '') &&
-      message.contentWords <= MAX_VALUE_AROUND && state.previousIntent === topic.intent &&
-      (this.#questions.has(topic.intent) || own.candidates.some((candidate) => candidate.intent === topic.intent && candidate.probability >= RESCUE_CANDIDATE))) {
-      intent = topic.intent
+    // (The question asked last may be an aside of the active request: "what about apple pay" after "do u take paypal".)
+    const lastAsked = topic === undefined ? undefined : state.previousIntent === topic.intent ? topic.intent : state.previousIntent === topic.aside ? topic.aside : undefined
+    if (lastAsked !== undefined && intent !== lastAsked && isSupportIntent(lastAsked) && ELLIPSIS.test(reading.text ?? '') && message.contentWords <= MAX_VALUE_AROUND &&
+      (this.#questions.has(lastAsked) || own.candidates.some((candidate) => candidate.intent === lastAsked && candidate.probability >= RESCUE_CANDIDATE))) {
+      intent = lastAsked
     }
 
     // "also change it on my account so this doesnt happen again" during an address change: the same change, for the
