@@ -7,6 +7,13 @@
 export const MANIFEST_STORE_TYPE = Buffer.from('6332706100110010800000aa00389b71', 'hex')
 
 /**
+ * The marker's first four bytes ('c2pa'), searched for instead of all sixteen: Node looks for a pattern this short by
+ * memchr on its first byte, several times faster than its Boyer-Moore-Horspool search for the whole marker, and in
+ * image data the four bytes are rare enough that checking the rest at each one costs nothing.
+ */
+const MARKER_PREFIX = MANIFEST_STORE_TYPE.subarray(0, 4)
+
+/**
  * Looks for the manifest-store marker in bytes seen one chunk at a time (as an upload streams to disk), so the
  * validator only runs for files that may hold a manifest, without reading any file twice.
  */
@@ -24,12 +31,12 @@ export class ManifestStoreMarkerSearch {
     const overlap = MANIFEST_STORE_TYPE.length - 1
     if (this.#tail.length > 0) {
       const seam = Buffer.concat([this.#tail, chunk.subarray(0, overlap)])
-      if (seam.includes(MANIFEST_STORE_TYPE)) {
+      if (holdsMarker(seam)) {
         this.#found = true
         return
       }
     }
-    if (chunk.includes(MANIFEST_STORE_TYPE)) {
+    if (holdsMarker(chunk)) {
       this.#found = true
       return
     }
@@ -41,5 +48,14 @@ export class ManifestStoreMarkerSearch {
 
 /** Whether bytes already in memory carry the marker. */
 export function mayHoldManifestStore (bytes: Buffer): boolean {
-  return bytes.includes(MANIFEST_STORE_TYPE)
+  return holdsMarker(bytes)
+}
+
+/** Whether the whole marker lies within `bytes`. */
+function holdsMarker (bytes: Buffer): boolean {
+  const last = bytes.length - MANIFEST_STORE_TYPE.length
+  for (let at = bytes.indexOf(MARKER_PREFIX); at >= 0 && at <= last; at = bytes.indexOf(MARKER_PREFIX, at + 1)) {
+    if (bytes.compare(MANIFEST_STORE_TYPE, 0, MANIFEST_STORE_TYPE.length, at, at + MANIFEST_STORE_TYPE.length) === 0) return true
+  }
+  return false
 }
