@@ -247,8 +247,11 @@ export class DialoguePolicy {
     const asksOther = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.intent !== request &&
       understanding.confidence >= (cues.has('another') ? CLEARLY_OTHER : PROBABLY_OTHER)
     // A longer one too when the model makes little of it ("oh and the car seat from order 90240 too, same thing").
-    const forAnother = orderId !== undefined && (cues.has('another') || cues.has('correction')) && !asksOther &&
-      (message.contentWords <= MAX_VALUE_WORDS || understanding.status !== 'understood' || understanding.confidence < CLAUSE_CONFIDENCE)
+    // A correction of the order number in a few words and no question ("sorry, the order is 52209 not 52290, typo")
+    // is the correction, whatever request the model reads in the words around it.
+    const correctsOrder = newOrder && state.facts['order_id'] !== undefined && request !== undefined && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && reading.text?.includes('?') === false
+    const forAnother = correctsOrder || (orderId !== undefined && (cues.has('another') || cues.has('correction')) && !asksOther &&
+      (message.contentWords <= MAX_VALUE_WORDS || understanding.status !== 'understood' || understanding.confidence < CLAUSE_CONFIDENCE))
     // One that says why in a few more words and asks nothing is the correction, whatever the model makes of the
     // words of why ("looked at the receipt again, it was the 18th not the 25th").
     const correctsDate = newDate && cues.has('correction') &&
@@ -705,10 +708,14 @@ export class DialoguePolicy {
     // A new address is answered by the change's own reply, with its link, not by the answer about the change.
     const newAddress = ADDRESS_INTENTS.has(request) && isStreetAddress(turn.reading.text ?? '')
     if (answer !== undefined && answer.intents.includes(request) && !newAddress && (!turn.newDate || WINDOW_SITUATIONS.some((situation) => answer.replies[situation] !== undefined))) {
+      // The order number given for an answer that says what it does with one ("Order #60231" after asking for an
+      // invoice with the company's name): that reply, with the order.
+      const situations = this.#situations(turn, answer.replies, undefined)
+      if (turn.understanding.entities.orderId !== undefined && answer.replies['wish'] !== undefined && !situations.includes('wish')) situations.unshift('wish')
       return this.#base(turn, {
         intent: request,
         confidence: 1,
-        reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) },
+        reply: { kind: 'answer', id: answer.id, situations },
         handoff: false,
         topic: topic!,
         answer: { id: answer.id, confidence: 1 }
