@@ -88,6 +88,8 @@ const MAX_VALUE_WORDS = 5
 const SURELY_OFF_TOPIC = 0.9
 /** How sure the model must be of a clause for it to be a request of its own beside one it often follows. */
 const CLEAR_REQUEST = 0.9
+/** A fragment that only names another thing ("and on weekends?", "what about apple pay") has at most this many. */
+const MAX_NAMED_WORDS = 2
 /** A question of at most this many content words, naming nothing, asks about the request at hand. */
 const MAX_VAGUE_WORDS = 6
 /** A correction that asks nothing may say why in a few more words ("my bad, checked the e-mail, it was the 26th"). */
@@ -361,8 +363,10 @@ export class DialoguePolicy {
     // hours), is that request, asked of another thing.
     // (The question asked last may be an aside of the active request: "what about apple pay" after "do u take paypal".)
     const lastAsked = topic === undefined ? undefined : state.previousIntent === topic.intent ? topic.intent : state.previousIntent === topic.aside ? topic.aside : undefined
+    // (After a shop question, a fragment that only names the other thing: "and is picking it up free" asks anew.)
+    const namesOnly = message.contentWords <= MAX_NAMED_WORDS && !cues.has('time') && !cues.has('price')
     if (lastAsked !== undefined && intent !== lastAsked && isSupportIntent(lastAsked) && ELLIPSIS.test(reading.text ?? '') && message.contentWords <= MAX_VALUE_AROUND &&
-      (this.#questions.has(lastAsked) || own.candidates.some((candidate) => candidate.intent === lastAsked && candidate.probability >= RESCUE_CANDIDATE))) {
+      ((this.#questions.has(lastAsked) && namesOnly) || own.candidates.some((candidate) => candidate.intent === lastAsked && candidate.probability >= RESCUE_CANDIDATE))) {
       intent = lastAsked
     }
 
