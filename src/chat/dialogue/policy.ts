@@ -322,7 +322,12 @@ export class DialoguePolicy {
     // another.
     const situationRequest = message.situation === undefined ? undefined : this.#pack.slots.situation_requests[message.situation]
     const received = message.situation !== undefined && this.#beforeDelivery.has(intent) && ITEM_IN_HAND.has(message.situation)
-    if (situationRequest !== undefined && intent !== situationRequest && !this.#sameFamily(intent, situationRequest) && (confidence < CLEARLY_OTHER || received)) {
+    // "only 2 of the 3 mugs were in the box. i want my money back for the missing one": the refund asked for.
+    const refundWanted = message.situation === 'missing_item' && message.preference === 'prefers_refund' && cues.has('wish')
+    if (refundWanted) {
+      intent = 'get_refund'
+      situation = undefined
+    } else if (situationRequest !== undefined && intent !== situationRequest && !this.#sameFamily(intent, situationRequest) && (confidence < CLEARLY_OTHER || received)) {
       intent = situationRequest
       situation = undefined
     }
