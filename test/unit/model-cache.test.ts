@@ -56,6 +56,15 @@ describe('the model cache', () => {
     expect(cachedTraining(changed, cache, { ...english, englishWords: 'another-list' }).source).toBe('trained')
   })
 
+  it('trains again when any training option changes', async () => {
+    const cache = join(dir, 'options')
+    cachedTraining(small, cache, english)
+    for (const option of [{ seeds: [4] }, { folds: 3 }, { balance: 0.5 }, { epochs: 3 }]) {
+      expect(cachedTraining(small, cache, { ...english, ...option }).source).toBe('trained')
+    }
+    expect(cachedTraining(small, cache, { ...english, epochs: 3 }).source).toBe('cache')
+  })
+
   it('is keyed by the training code found from its imports: every module and package that trains or reads a model', () => {
     const code = new Map(trainingCode().map(({ name, source }) => [name, source]))
     for (const module of ['training.ts', 'intent-model.ts', 'word-reader.ts', 'features.ts', 'logistic-regression.ts', 'scorer.ts', 'model-file.ts', 'rejection.ts', 'spelling.ts', 'text.ts', 'entities.ts']) {

@@ -63,7 +63,9 @@ export function cachedTraining (pack: DomainPack, directory: string | undefined,
 
 function cacheKey (pack: DomainPack, options: TrainingOptions & { englishWords: string }): string {
   const hash = createHash('sha256')
-  hash.update(JSON.stringify([trainingExamples(pack), pack.understanding.synonyms, options.seeds ?? null, options.folds ?? null, options.englishWords]))
+  // Every option, so that no two trainings share a file; the spelling guard is a function, named by englishWords.
+  const { isEnglishWord: _guard, ...keyed } = options
+  hash.update(JSON.stringify([trainingExamples(pack), pack.understanding.synonyms, keyed]))
   for (const { name, source } of trainingCode()) hash.update(`${name}\n${source}\n`)
   return hash.digest('base64url').slice(0, 32)
 }
