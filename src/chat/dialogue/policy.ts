@@ -230,6 +230,9 @@ export class DialoguePolicy {
 
     const turn: Turn = { state, understanding, message, reading, facts, slots, values, today, newDate }
 
+    // "that didnt help at all… i want a person to look at this": a person, at once.
+    if (cues.has('not_helped') && cues.has('person') && state.topic !== undefined) return this.#act(turn, 'contact_human_agent', undefined, 1)
+
     // A person was offered and the customer accepts, or says again that nothing helped.
     // ("k thx" takes note and declines nothing: it is thanks.)
     if (previous.pending === 'offer_person' && ((isYes(message, understanding) && !cues.has('thanks')) || cues.has('not_helped'))) {

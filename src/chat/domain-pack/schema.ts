@@ -192,7 +192,9 @@ export const DomainSlots = Type.Object({
     /** A detail given for the active request, said to be one ("it's a visa if that matters"). */
     detail: Type.Array(Text, { default: [] }),
     /** The customer supposes a case ("what if it already shipped?"): a question about the rule, not a request. */
-    supposing: Type.Array(Text, { default: [] })
+    supposing: Type.Array(Text, { default: [] }),
+    /** The customer asks for a person ("i want a person to look at this"): with "it didn't help", they get one. */
+    person: Type.Array(Text, { default: [] })
   }, { additionalProperties: false })
 }, { additionalProperties: false })
 export type DomainSlots = Static<typeof DomainSlots>
