@@ -163,7 +163,7 @@ export class DialoguePolicy {
   readonly #problems: ReadonlySet<string>
   readonly #beforeDelivery: ReadonlySet<string>
   readonly #answers: ReadonlyMap<string, DomainAnswer>
-  readonly #reportedAs: { time: Readonly<Record<string, SupportIntent>>, own_purchase: Readonly<Record<string, SupportIntent>> }
+  readonly #reportedAs: { time: Readonly<Record<string, SupportIntent>>, own_purchase: Readonly<Record<string, SupportIntent>>, price: Readonly<Record<string, SupportIntent>> }
 
   constructor (pack: DomainPack) {
     this.#pack = pack
@@ -174,7 +174,7 @@ export class DialoguePolicy {
     this.#problems = new Set(pack.dialogue?.problems ?? [])
     this.#beforeDelivery = new Set(pack.dialogue?.before_delivery ?? [])
     this.#answers = new Map(pack.answers.map((answer) => [answer.id, answer]))
-    this.#reportedAs = { time: pack.dialogue?.reported_as?.time ?? {}, own_purchase: pack.dialogue?.reported_as?.own_purchase ?? {} }
+    this.#reportedAs = { time: pack.dialogue?.reported_as?.time ?? {}, own_purchase: pack.dialogue?.reported_as?.own_purchase ?? {}, price: pack.dialogue?.reported_as?.price ?? {} }
   }
 
   decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string, reading: MessageReading = {}): Decision {
@@ -445,7 +445,7 @@ export class DialoguePolicy {
         if (!turn.message.cues.has('time') && !turn.message.cues.has('price')) decision.intent = intent
         return decision
       }
-      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation)
+      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
       if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
@@ -457,7 +457,7 @@ export class DialoguePolicy {
    * the selector is surest of when that is far more probable and the intent model finds its request plausible too,
    * or the situation the customer describes belongs to it ("I just don't like it, can I send it back?").
    */
-  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent, timeQuestion = false, modelSituation?: string): AnswerChoice | undefined {
+  #answerFor (intent: SupportIntent, topic: Topic | undefined, answers: AnswerRanking | undefined, candidates: readonly Candidate[] = [], described?: SupportIntent, timeQuestion = false, modelSituation?: string, priceQuestion = false): AnswerChoice | undefined {
     if (answers === undefined) return undefined
     const sure = candidates.some((candidate) => candidate.intent === intent && candidate.probability >= OWN_REQUEST)
     // Within a request the model is sure of, the selector's choice is weighed among that request's entries only ("how
@@ -496,6 +496,11 @@ export class DialoguePolicy {
     if (timeQuestion && !plain && (choice?.answer === undefined || choice.confidence < this.#answerThreshold)) {
       const timed = answers.bestWhere((answer) => answer.intents.includes(intent) && this.#reportedFor(this.#reportedAs.time, answer) === intent)
       if (timed?.answer !== undefined) choice = timed
+    }
+    // The same for what something costs ("would the return cost me anything?" in a return: the return postage).
+    if (priceQuestion && !timeQuestion && !plain && (choice?.answer === undefined || choice.confidence < this.#answerThreshold)) {
+      const priced = answers.bestWhere((answer) => answer.intents.includes(intent) && this.#reportedFor(this.#reportedAs.price, answer) !== undefined)
+      if (priced?.answer !== undefined) choice = priced
     }
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }

@@ -123,7 +123,9 @@ export const DomainDialogue = Type.Object({
    */
   reported_as: Type.Object({
     time: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} }),
-    own_purchase: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} })
+    own_purchase: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} }),
+    /** The facts that say what something costs: a price question in a request finds its answer among them. */
+    price: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} })
   }, { additionalProperties: false, default: {} }),
   /** How a reply names each request when it says it will come to it next ("the payment problem"). */
   request_names: Type.Record(Type.String({ pattern: NAME }), Text, { default: {} })
