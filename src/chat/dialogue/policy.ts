@@ -724,7 +724,11 @@ export class DialoguePolicy {
     // A purchase date the answer cannot speak to is answered by the request's reply, which reasons with it.
     // A new address is answered by the change's own reply, with its link, not by the answer about the change.
     const newAddress = ADDRESS_INTENTS.has(request) && isStreetAddress(turn.reading.text ?? '')
-    if (answer !== undefined && answer.intents.includes(request) && !newAddress && (!turn.newDate || WINDOW_SITUATIONS.some((situation) => answer.replies[situation] !== undefined))) {
+    // An order number given for an answer none of whose replies names an order ("specifically the one for order 51877"
+    // after where all the invoices are) is answered by the request's own reply, for that order.
+    const orderUnused = turn.understanding.entities.orderId !== undefined && answer !== undefined &&
+      !Object.values(answer.replies).some((templates) => templates?.some((template) => template.includes('{order_id}')))
+    if (answer !== undefined && answer.intents.includes(request) && !newAddress && !orderUnused && (!turn.newDate || WINDOW_SITUATIONS.some((situation) => answer.replies[situation] !== undefined))) {
       // The order number given for an answer that says what it does with one ("Order #60231" after asking for an
       // invoice with the company's name): that reply, with the order.
       const situations = this.#situations(turn, answer.replies, undefined)
