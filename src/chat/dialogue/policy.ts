@@ -187,6 +187,8 @@ export class DialoguePolicy {
     // A value, with at most a few words around it ("buyed it 3 days ago", "order nr 84106") — with no request active,
     // unless those words are a request the model is sure of ("scrap order 77310").
     const sureRequest = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence >= PROBABLY_OTHER
+    // Whether the message has a question mark: a value or a correction given with one asks something besides.
+    const unasked = reading.text !== undefined && !reading.text.includes('?')
     const valueMessage = understanding.valueOnly || entities.bareCode !== undefined ||
       ((entities.date !== undefined || entities.orderId !== undefined) && message.contentWords <= MAX_VALUE_AROUND && !message.asks &&
         message.situation === undefined && reading.slots !== undefined && (request !== undefined || !sureRequest)) ||
@@ -196,8 +198,8 @@ export class DialoguePolicy {
 
     // The order number the assistant asked for, given with a few words and no question ("The order number is 47731,
     // my apologies for not including it."), whatever else those words seem to say.
-    const answersAsked = !valueMessage && state.pendingIntent !== undefined && entities.orderId !== undefined && reading.text?.includes('?') === false &&
-      message.contentWords <= MAX_CORRECTION_WORDS && (ORDER_NUMBER_NAMED.test(reading.text) || !(understanding.status === 'understood' &&
+    const answersAsked = !valueMessage && state.pendingIntent !== undefined && entities.orderId !== undefined && unasked &&
+      message.contentWords <= MAX_CORRECTION_WORDS && (ORDER_NUMBER_NAMED.test(reading.text ?? '') || !(understanding.status === 'understood' &&
         isSupportIntent(understanding.intent) && understanding.intent !== state.pendingIntent && understanding.confidence >= CLEARLY_OTHER))
     const orderId = entities.orderId ?? (valueMessage && request !== undefined ? entities.bareCode : undefined)
     const newOrder = orderId !== undefined && orderId !== state.facts['order_id']
@@ -254,21 +256,21 @@ export class DialoguePolicy {
     // A longer one too when the model makes little of it ("oh and the car seat from order 90240 too, same thing").
     // A correction of the order number in a few words and no question ("sorry, the order is 52209 not 52290, typo")
     // is the correction, whatever request the model reads in the words around it.
-    const correctsOrder = newOrder && state.facts['order_id'] !== undefined && request !== undefined && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && reading.text?.includes('?') === false
+    const correctsOrder = newOrder && state.facts['order_id'] !== undefined && request !== undefined && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && unasked
     const forAnother = correctsOrder || (orderId !== undefined && (cues.has('another') || cues.has('correction')) && !asksOther &&
       (message.contentWords <= MAX_VALUE_WORDS || understanding.status !== 'understood' || understanding.confidence < CLAUSE_CONFIDENCE))
     // One that says why in a few more words and asks nothing is the correction, whatever the model makes of the
     // words of why ("looked at the receipt again, it was the 18th not the 25th").
     const correctsDate = newDate && cues.has('correction') &&
-      ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) || (correctsKnown && message.contentWords <= MAX_CORRECTION_WORDS && reading.text?.includes('?') === false))
+      ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) || (correctsKnown && message.contentWords <= MAX_CORRECTION_WORDS && unasked))
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
       message.contentWords <= MAX_VALUE_WORDS && !asksOther
     // A detail said to be one ("I use gmail if this is matter"), in a few words and no question: the request goes on.
-    const detail = request !== undefined && cues.has('detail') && message.contentWords <= MAX_CORRECTION_WORDS && reading.text?.includes('?') === false
+    const detail = request !== undefined && cues.has('detail') && message.contentWords <= MAX_CORRECTION_WORDS && unasked
     // A street address while an address change waits for it, or corrects it ("oh wait its apt 3D not 3B sorry"),
     // whatever the model makes of its words.
-    const address = request !== undefined && ADDRESS_INTENTS.has(request) && reading.text?.includes('?') === false && isStreetAddress(reading.text)
+    const address = request !== undefined && ADDRESS_INTENTS.has(request) && unasked && isStreetAddress(reading.text ?? '')
     if (valueMessage || answersAsked || forAnother || correctsDate || slotValue || detail || address) {
       if (request === undefined) return this.#acknowledge(turn)
       return this.#continue(turn, request)
@@ -579,7 +581,7 @@ export class DialoguePolicy {
     const asked = this.#askedAs(turn, answer)
     const own = asked === undefined ? this.#ownRequest(turn.understanding, answer) : undefined
     // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
-    const reported = asked ?? this.#datedQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
+    const reported = asked ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
     const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
     const active = beside ? current : this.#activeAfter(current, intent)
@@ -648,12 +650,12 @@ export class DialoguePolicy {
   }
 
   /**
-   * A question that gives its own purchase date, names no order and says no wish ("can I still return a jacket I
-   * bought on October 28?") asks what the rule allows for that date: the rule's intent, the first of the answer's
-   * that is a question about the shop. With the order named ("order 12877, bought it on 1 March"), it is that order's
-   * request.
+   * A question about the rule rather than a request, when it says no wish: one that gives its own purchase date and
+   * names no order ("can I still return a jacket I bought on October 28?"; with the order named, "order 12877, bought
+   * it on 1 March", it is that order's request), one that supposes a case, or one that asks what something costs. Its
+   * intent is the rule's: the first of the answer's intents that is a question about the shop.
    */
-  #datedQuestion (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
+  #ruleQuestion (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
     const { message, understanding, reading } = turn
     if (reading.text?.includes('?') !== true || message.cues.has('wish')) return undefined
     // "and if it already shipped can I still cancel it?": a case supposed, not the customer's own, asks the rule too.
