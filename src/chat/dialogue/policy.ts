@@ -582,7 +582,8 @@ export class DialoguePolicy {
     const own = asked === undefined ? this.#ownRequest(turn.understanding, answer) : undefined
     // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
     const reported = asked ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
-    const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && answer.intents.includes(current.intent) && turn.message.asks
+    const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && !this.#problems.has(own) &&
+      answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
     const active = beside ? current : this.#activeAfter(current, intent)
     const topic: Topic = beside || active.aside === reported ? { ...active, aside: reported, asideAnswer: answer.id } : { ...active, answer: answer.id }
