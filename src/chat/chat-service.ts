@@ -166,7 +166,11 @@ export class ChatService {
   #clauses (message: string, understanding: Understanding, today: string): ClauseReading[] | undefined {
     const second = understanding.candidates[1]
     const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && SUPPORT.has(second.intent)
-    if (!likely && !ANOTHER_REQUEST.test(message) && !(AND_QUESTION.test(message) && message.split(SENTENCE_BREAK).length <= MAX_AND_SENTENCES)) return undefined
+    const sentences = message.split(SENTENCE_BREAK).filter((sentence) => /[a-z]/i.test(sentence)).length
+    // (A question asked in a sentence of its own beside another, "i'd like to cancel it please. is there a charge?",
+    // is a second request whatever the model makes of the whole.)
+    const asksApart = sentences >= 2 && sentences <= MAX_AND_SENTENCES && message.includes('?')
+    if (!likely && !asksApart && !ANOTHER_REQUEST.test(message) && !(AND_QUESTION.test(message) && sentences <= MAX_AND_SENTENCES)) return undefined
     const clauses = splitClauses(message)
     if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
     return clauses.map((clause) => {
