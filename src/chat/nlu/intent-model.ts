@@ -62,7 +62,7 @@ export class IntentModel {
         }
         indexes[i] = index
       }
-      return { indexes, label: classes.indexOf(example.label) }
+      return { indexes, label: classes.indexOf(example.label), key: exampleKey(example) }
     })
     const { weights, bias } = trainLogisticRegression(rows, featureIndex.size, classes.length, options)
     return new IntentModel(classes, reader, FeatureTable.from(featureIndex), weights, bias)
@@ -96,4 +96,13 @@ export class IntentModel {
     const reader = new WordReader(model.vocabulary, model.synonyms, options.isEnglishWord)
     return new IntentModel(model.classes, reader, FeatureTable.fromArrays(model.keys, model.rows), model.weights, model.bias)
   }
+}
+
+/** FNV-1a over the label and the text: the same example always has the same key (Row.key). */
+export function exampleKey (example: TrainingExample): number {
+  let h = 0x811c9dc5
+  for (const text of [example.label, '\n', example.text]) {
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  }
+  return h >>> 0
 }

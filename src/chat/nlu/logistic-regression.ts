@@ -8,6 +8,12 @@ export interface Row {
   /** The example's features, as rows of the weight matrix (a feature twice: twice). */
   indexes: Int32Array
   label: number
+  /**
+   * The example's own key (a hash of its text and label): the order of the examples in each pass is by their keys,
+   * so that adding or removing one example leaves the others in the same order and moves the model only by its own
+   * updates. A shuffled index order would reorder every example and retrain a different model for one added line.
+   */
+  key: number
 }
 
 export interface LearnerOptions {
@@ -23,8 +29,8 @@ export interface LearnerOptions {
   /** Weights smaller than this (in absolute value) are dropped after training. */
   prune?: number
   /**
-   * Seeds of the example order: one model is trained per seed and their weights averaged, so that the model does
-   * not depend on the luck of one order. The same seeds always train the same model.
+   * Seeds of the example order (mixed with each example's key): one model is trained per seed and their weights
+   * averaged, so that the model does not depend on the luck of one order. The same seeds always train the same model.
    */
   seeds?: readonly number[]
 }
@@ -71,13 +77,14 @@ function fit (rows: readonly Row[], exampleWeights: Float64Array, features: numb
   const bias = new Float32Array(classes)
   const squared = new Float32Array(weights.length).fill(1e-8)
   const biasSquared = new Float32Array(classes).fill(1e-8)
-  const random = mulberry32(seed)
   const order = rows.map((_, i) => i)
+  const ranks = new Uint32Array(rows.length)
   const scores = new Float64Array(classes)
   const gradients = new Float64Array(classes)
   const activeClasses = new Int32Array(classes)
   for (let epoch = 0; epoch < epochs; epoch++) {
-    shuffle(order, random)
+    for (let i = 0; i < rows.length; i++) ranks[i] = mix(rows[i]!.key, seed, epoch)
+    order.sort((a, b) => ranks[a]! - ranks[b]! || a - b)
     for (const i of order) {
       const { indexes, label } = rows[i]!
       const weight = exampleWeights[i]!
@@ -126,22 +133,10 @@ export function softmaxInPlace (scores: Float64Array): void {
   for (let c = 0; c < scores.length; c++) scores[c]! /= sum
 }
 
-function mulberry32 (seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-function shuffle<T> (items: T[], random: () => number): void {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1))
-    const swap = items[i]!
-    items[i] = items[j]!
-    items[j] = swap
-  }
+/** An example's place in one pass: its key, the seed and the pass mixed into 32 well-spread bits. */
+function mix (key: number, seed: number, epoch: number): number {
+  let h = Math.imul(key ^ Math.imul(seed, 0x9e3779b1) ^ Math.imul(epoch + 1, 0x85ebca6b), 0xcc9e2d51)
+  h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d)
+  h = Math.imul(h ^ (h >>> 12), 0x297a2d39)
+  return (h ^ (h >>> 15)) >>> 0
 }

@@ -1,6 +1,7 @@
 import type { DomainPack } from '../domain-pack/schema.ts'
 import { OUT_OF_SCOPE } from '../intents.ts'
-import { IntentModel, type IntentModelOptions, type TrainingExample } from './intent-model.ts'
+import { exampleKey, IntentModel, type IntentModelOptions, type TrainingExample } from './intent-model.ts'
+import type { LearnerOptions } from './logistic-regression.ts'
 import { ClassIndex } from './reading.ts'
 import { Rejector, type RejectionSample } from './rejection.ts'
 
@@ -10,15 +11,11 @@ export interface TrainedUnderstanding {
   rejector: Rejector
 }
 
-export interface TrainingOptions {
-  /** One model per seed, weights averaged (IntentModelOptions.seeds). */
-  seeds?: readonly number[]
+/** The learner's options (seeds: one model per seed, weights averaged), and how the rejector is fitted. */
+export interface TrainingOptions extends LearnerOptions {
   /** Folds of the out-of-fold readings the rejector is fitted on. */
   folds?: number
   isEnglishWord?: (word: string) => boolean
-  /** IntentModelOptions.balance and .epochs. */
-  balance?: number
-  epochs?: number
 }
 
 export const DEFAULT_SEEDS = [1, 2, 3] as const
@@ -40,26 +37,23 @@ export function trainingExamples (pack: DomainPack): TrainingExample[] {
  */
 export function trainUnderstanding (pack: DomainPack, options: TrainingOptions = {}): TrainedUnderstanding {
   const examples = trainingExamples(pack)
-  const modelOptions: IntentModelOptions = {
-    synonyms: pack.understanding.synonyms,
-    balance: options.balance ?? DEFAULT_BALANCE,
-    ...(options.epochs === undefined ? {} : { epochs: options.epochs }),
-    ...(options.isEnglishWord === undefined ? {} : { isEnglishWord: options.isEnglishWord })
-  }
-  const folds = options.folds ?? DEFAULT_FOLDS
+  const { folds = DEFAULT_FOLDS, seeds = DEFAULT_SEEDS, ...learner } = options
+  const modelOptions: IntentModelOptions = { synonyms: pack.understanding.synonyms, balance: DEFAULT_BALANCE, ...learner }
   const samples: RejectionSample[] = []
+  // Folds by each example's key, not its place: an added example leaves every other one in its fold.
+  const foldOf = examples.map((example) => exampleKey(example) % folds)
   for (let fold = 0; fold < folds; fold++) {
-    const training = examples.filter((_, i) => i % folds !== fold)
+    const training = examples.filter((_, i) => foldOf[i] !== fold)
     const model = IntentModel.train(training, { ...modelOptions, seeds: [fold + 101] })
     const index = new ClassIndex(model.classes)
-    for (let i = fold; i < examples.length; i += folds) {
-      const example = examples[i]!
+    for (const [i, example] of examples.entries()) {
+      if (foldOf[i] !== fold) continue
       const words = model.words(example.text)
       samples.push({ signals: index.read(model.score(words), words.length).signals, inScope: !example.label.startsWith(OUT_OF_SCOPE) })
     }
   }
   return {
-    model: IntentModel.train(examples, { ...modelOptions, seeds: options.seeds ?? DEFAULT_SEEDS }),
+    model: IntentModel.train(examples, { ...modelOptions, seeds }),
     rejector: Rejector.fit(samples)
   }
 }
