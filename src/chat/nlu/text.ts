@@ -25,6 +25,8 @@ const SHORTHAND: ReadonlyMap<string, string> = new Map(Object.entries({
   isnt: 'is not',
   arent: 'are not',
   wasnt: 'was not',
+  werent: 'were not',
+  hadnt: 'had not',
   havent: 'have not',
   hasnt: 'has not',
   couldnt: 'could not',
