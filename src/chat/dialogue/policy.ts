@@ -327,8 +327,10 @@ export class DialoguePolicy {
     // another.
     const situationRequest = message.situation === undefined ? undefined : this.#pack.slots.situation_requests[message.situation]
     const received = message.situation !== undefined && this.#beforeDelivery.has(intent) && ITEM_IN_HAND.has(message.situation)
-    // "only 2 of the 3 mugs were in the box. i want my money back for the missing one": the refund asked for.
-    const refundWanted = message.situation === 'missing_item' && message.preference === 'prefers_refund' && cues.has('wish')
+    // "only 2 of the 3 mugs were in the box. i want my money back for the missing one", "the charger is missing from
+    // the box?? can i get a refund for it": the refund asked for.
+    const refundWanted = message.situation === 'missing_item' && message.preference === 'prefers_refund' &&
+      (cues.has('wish') || reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === 'get_refund') === true)
     if (refundWanted) {
       intent = 'get_refund'
       situation = undefined
