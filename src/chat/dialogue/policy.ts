@@ -127,8 +127,17 @@ const CERTAIN_ANSWER = 0.98
 const NUMBER = /\d/
 /** The customer names the value they give: "the order number is…", "order no.", "order nr". */
 const ORDER_NUMBER_NAMED = /\border (?:number|no\b|nr\b|#)/i
-/** A follow-up that leaves its question to the last one: "and…", "what about…", "how about…". */
-const ELLIPSIS = /^\s*(?:and|what about|how about)\b/i
+/**
+ * A follow-up that leaves its question to the last one: "and…", "what about…", "how about…", after a short
+ * acknowledgement or in shorthand ("ok n gift cards?", "& express?").
+ */
+const ELLIPSIS = /^\s*(?:(?:ok(?:ay)?|k|oh|right|cool|great)[\s,.!]+)?(?:and\b|n\b|&|what about\b|how about\b)/i
+
+/** A follow-up that opens as ELLIPSIS does and names no more than a few things after its opening. */
+function isFragment (text: string): boolean {
+  const opening = ELLIPSIS.exec(text)
+  return opening !== null && contentWordCount(stemsOf(text.slice(opening[0].length))) <= MAX_VALUE_AROUND
+}
 const WORD_RUN = /[a-z0-9]+/g
 /** Asking for the team or a person. */
 const CONTACT_INTENTS: ReadonlySet<string> = new Set(['contact_customer_service', 'contact_human_agent'])
@@ -365,7 +374,7 @@ export class DialoguePolicy {
     // "and with standard?" after how long express takes: the same question about another thing, when the message
     // names little else (a few words say which).
     if (topic !== undefined && intent !== topic.intent && this.#questions.has(intent) && this.#questions.has(topic.intent) &&
-      this.#sameFamily(intent, topic.intent) && ELLIPSIS.test(reading.text ?? '') && message.contentWords <= MAX_VALUE_AROUND &&
+      this.#sameFamily(intent, topic.intent) && isFragment(reading.text ?? '') &&
       !cues.has('time') && !cues.has('price') && state.previousIntent === topic.intent) {
       intent = topic.intent
     }
@@ -377,7 +386,7 @@ export class DialoguePolicy {
     const lastAsked = topic === undefined ? undefined : state.previousIntent === topic.intent ? topic.intent : state.previousIntent === topic.aside ? topic.aside : undefined
     // (After a shop question, a fragment that only names the other thing: "and is picking it up free" asks anew.)
     const namesOnly = message.contentWords <= MAX_NAMED_WORDS && !cues.has('time') && !cues.has('price')
-    if (lastAsked !== undefined && intent !== lastAsked && isSupportIntent(lastAsked) && ELLIPSIS.test(reading.text ?? '') && message.contentWords <= MAX_VALUE_AROUND &&
+    if (lastAsked !== undefined && intent !== lastAsked && isSupportIntent(lastAsked) && isFragment(reading.text ?? '') &&
       ((this.#questions.has(lastAsked) && namesOnly) || own.candidates.some((candidate) => candidate.intent === lastAsked && candidate.probability >= RESCUE_CANDIDATE))) {
       intent = lastAsked
     }
@@ -441,8 +450,11 @@ export class DialoguePolicy {
       const topic = turn.state.topic
       // "and express?", "and my phone number": a fragment that leaves its question to the last one is answered within
       // the active request, and reported as it, whatever else its words could be.
-      const fragment = topic !== undefined && topic.intent === intent && ELLIPSIS.test(turn.reading.text ?? '') && turn.message.contentWords <= MAX_VALUE_AROUND
-      const within = fragment ? answers?.bestAmong(new Set([intent])) : undefined
+      const fragment = topic !== undefined && topic.intent === intent && isFragment(turn.reading.text ?? '')
+      // ("do u take paypal?" then "what about gift cards": the same question of the method it names.)
+      const last = fragment && topic.answer !== undefined ? this.#answers.get(topic.answer) : undefined
+      const sameOfMethod = last !== undefined && turn.values['payment_method'] !== undefined && last.replies['listed_method'] !== undefined
+      const within = sameOfMethod ? { answer: last, confidence: 1 } : fragment ? answers?.bestAmong(new Set([intent])) : undefined
       if (within?.answer !== undefined && within.confidence >= this.#answerThreshold) {
         const decision = this.#answer(turn, { answer: within.answer, confidence: within.confidence }, confidence, situation)
         // (A fragment asking when or how much asks that of the thing: "and how fast is that one" is its time.)
@@ -1011,11 +1023,13 @@ export class DialoguePolicy {
     return [...ordered, 'default'].filter((situation, i, all) => replies[situation] !== undefined && all.indexOf(situation) === i)
   }
 
-  /** The payment method of the pack's list the customer named, if a payment question is in question. */
+  /** The payment methods of the pack's list the customer named, as words of a reply, if a payment question is in question. */
   #paymentMethod (understanding: Understanding, reading: MessageReading): string | undefined {
     const ranked = reading.answers?.best(new Set(['check_payment_methods', 'place_order', 'payment_issue']))
     if (understanding.intent !== 'check_payment_methods' && (ranked === undefined || ranked.confidence < this.#answerThreshold)) return undefined
-    return reading.slots?.paymentMethod
+    const methods = reading.slots?.paymentMethods
+    // "paypal or amex?": both, as a person would answer.
+    return methods === undefined ? undefined : methods.length === 1 ? methods[0] : `${methods.slice(0, -1).join(', ')} and ${methods.at(-1)!}`
   }
 }
 

@@ -13,8 +13,8 @@ export interface MessageSlots {
   preference?: string
   /** How the account stands: `no_account`, `compromised`. */
   account?: string
-  /** A payment method of the pack's list that the message names ("PayPal"). */
-  paymentMethod?: string
+  /** The payment methods of the pack's list that the message names, in its order ("PayPal or amex?"). */
+  paymentMethods?: readonly string[]
   cues: ReadonlySet<Cue>
   /** Where each cue is first found (its stem's index): of two questions in one message, the first says what it is. */
   cueAt?: Partial<Record<Cue, number>>
@@ -96,7 +96,7 @@ export class SlotReader {
     add('preference', slots.preference)
     add('account', slots.account)
     add('cue', slots.cues)
-    add('payment_method', Object.fromEntries(paymentMethods.map((method) => [method, [method]])))
+    add('payment_method', Object.fromEntries(paymentMethods.map((method) => [method, [method, ...slots.payment_method_names[method] ?? []]])))
   }
 
   /** The slots and cues of a message whose words and stems (readWords) are given, and whose text is `text`. */
@@ -106,8 +106,11 @@ export class SlotReader {
     const best: Partial<Record<Phrase['slot'], Phrase>> = {}
     const cues = new Set<Cue>()
     const cueAt: Partial<Record<Cue, number>> = {}
+    const methods: string[] = []
     const found = (phrase: Phrase, at: number): void => {
-      if (phrase.slot === 'cue') {
+      if (phrase.slot === 'payment_method') {
+        if (!methods.includes(phrase.value)) methods.push(phrase.value)
+      } else if (phrase.slot === 'cue') {
         cues.add(phrase.value as Cue)
         cueAt[phrase.value as Cue] = Math.min(at, cueAt[phrase.value as Cue] ?? at)
       } else {
@@ -134,7 +137,7 @@ export class SlotReader {
     if (best.item_situation !== undefined) slots.situation = best.item_situation.value
     if (best.preference !== undefined) slots.preference = best.preference.value
     if (best.account !== undefined) slots.account = best.account.value
-    if (best.payment_method !== undefined) slots.paymentMethod = best.payment_method.value
+    if (methods.length > 0) slots.paymentMethods = methods
     return slots
   }
 }

@@ -166,6 +166,8 @@ export const DomainSlots = Type.Object({
   preference: SlotValues,
   /** The customer's account (`no_account`). */
   account: SlotValues,
+  /** Other names customers give a payment method of the policies' list (`American Express: [amex]`). */
+  payment_method_names: Type.Record(Type.String({ minLength: 1 }), Type.Array(Text, { minItems: 1 }), { default: {} }),
   /** What a message does: corrects a value, asks the same for another order, says the answer did not help… */
   cues: Type.Object({
     correction: Type.Array(Text),
