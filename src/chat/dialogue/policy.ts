@@ -457,8 +457,12 @@ export class DialoguePolicy {
       const within = sameOfMethod ? { answer: last, confidence: 1 } : fragment ? answers?.bestAmong(new Set([intent])) : undefined
       if (within?.answer !== undefined && within.confidence >= this.#answerThreshold) {
         const decision = this.#answer(turn, { answer: within.answer, confidence: within.confidence }, confidence, situation)
-        // (A fragment asking when or how much asks that of the thing: "and how fast is that one" is its time.)
-        if (!turn.message.cues.has('time') && !turn.message.cues.has('price')) decision.intent = intent
+        // (A fragment asking when or how much asks that of the thing: "and how fast is that one" is its time. One
+        // right after a question asked in the request asks that question again: "does that cost anything?" then "and
+        // if it's already shipped?" is the fee's.)
+        const aside = topic?.aside
+        const followsAside = aside !== undefined && turn.state.previousIntent === aside && within.answer.intents.includes(aside)
+        if (!turn.message.cues.has('time') && !turn.message.cues.has('price')) decision.intent = followsAside ? aside : intent
         return decision
       }
       const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
