@@ -362,12 +362,16 @@ function sourceFiles (): string[] {
  * builds for the shipped configuration. A new one fails the test until it is added here.
  */
 const DYNAMIC_PATTERNS: Record<string, () => FoundPattern[]> = {
-  // The domain pack's anger words, each escaped, as whole words: an alternation of literals. (The key holds the
-  // template's source text, as written.)
+  // The domain pack's anger and swear words, each escaped, as whole words: alternations of literals. (The key holds
+  // the template's source text, as written.)
   // eslint-disable-next-line no-template-curly-in-string
-  'src/chat/nlu/understand.ts `\\\\b(?:${words.join(\'|\') || \'(?!)\'})\\\\b`': () => {
-    const words = loadDomainPack().understanding.anger_words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    return [{ where: 'src/chat/nlu/understand.ts (anger words of the default pack)', pattern: `\\b(?:${words.join('|')})\\b`, flags: 'i' }]
+  'src/chat/nlu/understand.ts `\\\\b(?:${escaped.join(\'|\') || \'(?!)\'})\\\\b`': () => {
+    const { anger_words: anger, swear_words: swearing } = loadDomainPack().understanding
+    const escape = (words: readonly string[]): string => words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')
+    return [
+      { where: 'src/chat/nlu/understand.ts (anger words of the default pack)', pattern: `\\b(?:${escape(anger)})\\b`, flags: 'i' },
+      { where: 'src/chat/nlu/understand.ts (swear words of the default pack)', pattern: `\\b(?:${escape(swearing)})\\b`, flags: 'i' }
+    ]
   }
 }
 

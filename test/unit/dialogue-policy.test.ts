@@ -24,6 +24,7 @@ function understood (intent: IntentName, probability = 0.9, rest: Partial<Unders
     entities: {},
     valueOnly: false,
     angry: false,
+    furious: false,
     ...rest
   }
 }
@@ -113,11 +114,13 @@ describe('the dialogue policy', () => {
     }
   })
 
-  it('hands over at once for a person, and for an angry complaint only', () => {
+  it('hands over at once for a person, and for a furious complaint only', () => {
     expect(policy.decide(EMPTY, understood('contact_human_agent'), {}, TODAY).handoff).toBe(true)
-    expect(policy.decide(EMPTY, understood('complaint', 0.9, { angry: true }), {}, TODAY)).toMatchObject({ handoff: true, reply: { situations: ['angry', 'default'] } })
+    expect(policy.decide(EMPTY, understood('complaint', 0.9, { angry: true, furious: true }), {}, TODAY)).toMatchObject({ handoff: true, reply: { situations: ['angry', 'default'] } })
     expect(policy.decide(EMPTY, understood('complaint'), {}, TODAY).handoff).toBe(false)
-    expect(policy.decide(EMPTY, understood('track_order', 0.9, { angry: true, entities: { orderId: 'A-1' } }), {}, TODAY).handoff).toBe(false)
+    // Anger words alone ("this is ridiculous, i want to make a formal complaint"): the complaint form.
+    expect(policy.decide(EMPTY, understood('complaint', 0.9, { angry: true }), {}, TODAY).handoff).toBe(false)
+    expect(policy.decide(EMPTY, understood('track_order', 0.9, { angry: true, furious: true, entities: { orderId: 'A-1' } }), {}, TODAY).handoff).toBe(false)
   })
 
   it('answers a described situation from its replies before the return window and the default', () => {
@@ -286,7 +289,7 @@ describe('the dialogue policy with slots and answers', () => {
   })
 
   it('keeps a person on after a handoff for what the customer adds, and the flag says so', () => {
-    const angry = decide(EMPTY, 'this is a disgrace, I want to complain!!!', understood('complaint', 0.9, { angry: true }))
+    const angry = decide(EMPTY, 'this is a disgrace, I want to complain!!!', understood('complaint', 0.9, { angry: true, furious: true }))
     expect(angry.handoff).toBe(true)
     expect(decide(after(angry, 'x'), 'the courier threw it over the fence', understood('complaint', 0.8))).toMatchObject({ handoff: true, reply: { kind: 'fallback', name: 'after_handoff' } })
   })

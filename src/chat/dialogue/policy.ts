@@ -315,7 +315,7 @@ export class DialoguePolicy {
     // intent and the active request.
     const wished = clauses[0] !== requests[0] && (requests[0]?.wants === true || cues.has('wish')) ? requests[0] : undefined
     const main = clauses[0] ?? this.#onlyRequest(reading.clauses, understanding)
-    const own = main === undefined ? understanding : { ...main.understanding, entities, valueOnly: false, angry: understanding.angry }
+    const own = main === undefined ? understanding : { ...main.understanding, entities, valueOnly: false, angry: understanding.angry, furious: understanding.furious }
     const answers = main === undefined ? reading.answers : main.answers
 
     // Right after an off-topic question, a follow-up is read as continuing it ("and how long do I bake it?").
@@ -445,7 +445,7 @@ export class DialoguePolicy {
     // …and what the customer says they will do, with the order for it and no question ("great, I'll send it back
     // today. It's order 20517."), goes on with the request.
     const planOnly = turn.message.cues.has('own_plan') && turn.understanding.entities.orderId !== undefined && turn.reading.text?.includes('?') !== true
-    if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.angry) && !planOnly) {
+    if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.furious) && !planOnly) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
       const topic = turn.state.topic
       // "and express?", "and my phone number": a fragment that leaves its question to the last one is answered within
@@ -694,7 +694,7 @@ export class DialoguePolicy {
   #act (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number): Decision {
     const { state, understanding, facts } = turn
     const definition = this.#pack.intents[intent]
-    const angry = intent === 'complaint' && understanding.angry
+    const angry = intent === 'complaint' && understanding.furious
     const support = isSupportIntent(intent)
     // About the account, not an order ("where do I change the address in my account?"): its reply for the account.
     // (The order the conversation knows does not make it about that order: "change it on my account too".)

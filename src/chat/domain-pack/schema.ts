@@ -79,7 +79,9 @@ export const DomainUnderstanding = Type.Object({
   /** Words and phrases the model reads as one canonical word. */
   synonyms: Type.Record(Type.String({ pattern: '^[a-z]+$' }), Type.Array(Text, { minItems: 1 })),
   /** Words that mark a message as angry (complaints from angry customers go to a person). */
-  anger_words: Type.Array(Text)
+  anger_words: Type.Array(Text),
+  /** Swearing: with shouting and "!!!", the anger a complaint is handed to a person for. */
+  swear_words: Type.Array(Text, { default: [] })
 }, { additionalProperties: false })
 
 const IntentName = Type.Union(INTENTS.map((name) => Type.Literal(name)))

@@ -35,9 +35,16 @@ export interface Understanding {
   valueOnly: boolean
   /** Swearing, the pack's anger words, shouting in capitals, or "!!!". */
   angry: boolean
+  /**
+   * Swearing (the pack's swear words, or censored: "f***ing"), shouting in capitals, or "!!!": anger a complaint is
+   * handed to a person for. The anger words alone ("this is ridiculous") are not.
+   */
+  furious: boolean
 }
 
 const ANGRY_PUNCTUATION = /[!?]{3,}/
+/** Swearing with its letters starred out: "f***ing", "s**t". */
+const CENSORED = /\b[a-z]\*{2,}[a-z]*/i
 /** Share of a message's words the model must know before it claims to understand anything. */
 export const MIN_COVERAGE = 0.5
 const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
@@ -71,6 +78,7 @@ export class Understander {
   readonly #rejectionThreshold: number
   readonly #confidenceFloor: number
   readonly #angerWords: RegExp
+  readonly #swearWords: RegExp
 
   constructor (trained: TrainedUnderstanding, settings: DomainPack['understanding']) {
     this.model = trained.model
@@ -78,9 +86,8 @@ export class Understander {
     this.#classes = new ClassIndex(trained.model.classes)
     this.#rejectionThreshold = settings.rejection_threshold
     this.#confidenceFloor = settings.confidence_threshold
-    const words = settings.anger_words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    // Whole words: "hell" is an anger word, "hello" is not.
-    this.#angerWords = new RegExp(`\\b(?:${words.join('|') || '(?!)'})\\b`, 'i')
+    this.#angerWords = wholeWords(settings.anger_words)
+    this.#swearWords = wholeWords(settings.swear_words)
   }
 
   /** What `message` says; `today` (YYYY-MM-DD, UTC) resolves dates such as "yesterday" and "the 8th". */
@@ -93,6 +100,7 @@ export class Understander {
     const { intent, situation, candidates, confidence, signals } = reading
     const inScope = this.#rejector.inScopeProbability(signals)
     const status = this.#status(reading, inScope)
+    const furious = this.#isFurious(message)
     const understanding: Understanding = {
       intent: status === 'understood' ? intent : OUT_OF_SCOPE,
       status,
@@ -102,7 +110,8 @@ export class Understander {
       candidates,
       entities: extractEntities(message, spans),
       valueOnly: isValueOnly(words),
-      angry: this.#isAngry(message)
+      angry: furious || this.#angerWords.test(message),
+      furious
     }
     if (status === 'understood' && situation !== undefined) understanding.situation = situation
     return understanding
@@ -137,9 +146,15 @@ export class Understander {
     return reading.intent === OUT_OF_SCOPE || reading.confidence < this.#confidenceFloor ? undefined : reading
   }
 
-  #isAngry (message: string): boolean {
-    return isShouting(message) || ANGRY_PUNCTUATION.test(message) || this.#angerWords.test(message)
+  #isFurious (message: string): boolean {
+    return isShouting(message) || ANGRY_PUNCTUATION.test(message) || CENSORED.test(message) || this.#swearWords.test(message)
   }
+}
+
+/** Any of `words` as a whole word ("hell" is one, "hello" is not), case-insensitive. */
+function wholeWords (words: readonly string[]): RegExp {
+  const escaped = words.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+  return new RegExp(`\\b(?:${escaped.join('|') || '(?!)'})\\b`, 'i')
 }
 
 /** At least twelve letters, none of them lower case. */
