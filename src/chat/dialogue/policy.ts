@@ -602,8 +602,12 @@ export class DialoguePolicy {
     const current = turn.state.topic
     const asked = this.#askedAs(turn, answer)
     const own = asked === undefined ? this.#ownRequest(turn.understanding, answer) : undefined
+    // A question right after a question asked in the request, that the model is not sure is a request of its own, is
+    // about the same rules ("do I have to pay to send it back?", then "do you need pictures of it?").
+    const aside = current?.aside
+    const afterAside = aside !== undefined && turn.state.previousIntent === aside && answer.intents.includes(aside) && own === undefined && turn.message.asks ? aside : undefined
     // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
-    const reported = asked ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
+    const reported = asked ?? afterAside ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
     const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && !this.#problems.has(own) &&
       answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
