@@ -884,6 +884,16 @@ export class DialoguePolicy {
     if (clause.wants === true && intent !== decision.intent && definition.needs_order !== true && definition.handoff !== true && !this.#problems.has(intent) && decision.more.length === 0) {
       return [{ intent, reply: { kind: 'intent', situations: this.#situations(turn, definition.replies, clause.understanding.situation) } }]
     }
+    // A shop question asked plainly beside a narrower one of the same matter, with no answer of its own ("how much is
+    // shipping? and is there a faster option, how much does that cost"): the request's own reply, which covers both,
+    // instead of the answer.
+    if (intent === decision.intent && this.#questions.has(intent) && decision.answer !== undefined && decision.reply.kind === 'answer' && clause.asks &&
+      (choice?.answer === undefined || choice.confidence < this.#answerThreshold)) {
+      decision.reply = { kind: 'intent', situations: this.#situations(turn, definition.replies, clause.understanding.situation) }
+      delete decision.answer
+      if (decision.topic !== undefined) delete decision.topic.answer
+      return []
+    }
     // Another side of the same matter is covered by the first reply.
     if (intent === decision.intent || this.#sameFamily(intent, decision.intent)) return []
     if (this.#questions.has(intent)) return [{ intent, reply: { kind: 'intent', situations: this.#situations(turn, this.#pack.intents[intent].replies, clause.understanding.situation) } }]
