@@ -167,13 +167,15 @@ export class ChatService {
     const second = understanding.candidates[1]
     const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && SUPPORT.has(second.intent)
     const sentences = message.split(SENTENCE_BREAK).filter((sentence) => /[a-z]/i.test(sentence)).length
-    // (A question asked in a sentence of its own beside another, "i'd like to cancel it please. is there a charge?",
-    // is a second request whatever the model makes of the whole.)
+    const several = likely || ANOTHER_REQUEST.test(message) || (AND_QUESTION.test(message) && sentences <= MAX_AND_SENTENCES)
+    // (A question asked in a sentence of its own beside another that asks for something to be done, "i'd like to
+    // cancel it please. is there a charge?", is a second request whatever the model makes of the whole; beside one
+    // that tells something, "i dont need the work one anymore. how do i close it?", it is not.)
     const asksApart = sentences >= 2 && sentences <= MAX_AND_SENTENCES && message.includes('?')
-    if (!likely && !asksApart && !ANOTHER_REQUEST.test(message) && !(AND_QUESTION.test(message) && sentences <= MAX_AND_SENTENCES)) return undefined
+    if (!several && !asksApart) return undefined
     const clauses = splitClauses(message)
     if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
-    return clauses.map((clause) => {
+    const read = clauses.map((clause) => {
       const { words, stems } = readWords(clause)
       const slots = this.slots.read(stems, clause, words)
       return {
@@ -183,6 +185,8 @@ export class ChatService {
         wants: asksToDo(clause, slots)
       }
     })
+    if (!several && !read.some((clause, i) => clause.wants && !clauses[i]!.includes('?'))) return undefined
+    return read
   }
 
   /** The decision's reply, then each part that follows it, as one text with the links of all. */

@@ -911,8 +911,13 @@ export class DialoguePolicy {
    */
   #requests (clauses: readonly ClauseReading[] | undefined, whole: Understanding): ClauseReading[] {
     if (clauses === undefined) return []
+    // A clause the model is unsure of that asks nothing to be done does not outvote a whole message it reads as
+    // another request ("actually i dont need the work one anymore. how do i close it" is closing the account).
+    const wholeSure = whole.status === 'understood' && whole.confidence >= PROBABLY_OTHER
+    const outvoted = (clause: ClauseReading): boolean => wholeSure && clause.wants !== true && clause.understanding.confidence < CLEARLY_OTHER &&
+      clause.understanding.intent !== whole.intent && !this.#sameFamily(clause.understanding.intent, whole.intent)
     const requests = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) &&
-      clause.understanding.confidence >= CLAUSE_CONFIDENCE && clause.asks)
+      clause.understanding.confidence >= CLAUSE_CONFIDENCE && clause.asks && !outvoted(clause))
     // A clause of the same family as an earlier one is a detail of it ("I don't want it any more. Can I send it back?"),
     // unless it asks a question of its own that has another answer ("how long does the refund take, and could I get
     // a replacement instead?").
