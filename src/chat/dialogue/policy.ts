@@ -606,8 +606,12 @@ export class DialoguePolicy {
     // about the same rules ("do I have to pay to send it back?", then "do you need pictures of it?").
     const aside = current?.aside
     const afterAside = aside !== undefined && turn.state.previousIntent === aside && answer.intents.includes(aside) && own === undefined && turn.message.asks ? aside : undefined
+    // A fact told, with no question, within the request the answer belongs to ("it already says shipped tho" in a
+    // cancellation) is that request's.
+    const told = current !== undefined && (own === undefined || own === current.intent) && !turn.message.asks && turn.reading.text?.includes('?') !== true &&
+      answer.intents.includes(current.intent) ? current.intent : undefined
     // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
-    const reported = asked ?? afterAside ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
+    const reported = asked ?? afterAside ?? told ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
     const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && !this.#problems.has(own) &&
       answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
