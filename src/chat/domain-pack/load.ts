@@ -161,9 +161,6 @@ export function checkDomainPack (data: unknown, source = 'domain pack'): DomainP
       problems.push(`${where}/ask_order is required because the intent needs an order`)
     }
   }
-  for (const method of Object.keys(pack.slots.payment_method_names)) {
-    if (!pack.policies.payment_methods.includes(method)) problems.push(`/slots/payment_method_names/${method}: not one of policies.payment_methods`)
-  }
   problems.push(...answerProblems(pack, new Set([...DIALOGUE_SITUATIONS, ...slotSituations])))
   if (problems.length > 0) throw new DomainPackError(`Domain pack ${source} is invalid: ${problems.slice(0, 5).join('; ')}`)
   return pack

@@ -168,7 +168,10 @@ export const DomainSlots = Type.Object({
   preference: SlotValues,
   /** The customer's account (`no_account`). */
   account: SlotValues,
-  /** Other names customers give a payment method of the policies' list (`American Express: [amex]`). */
+  /**
+   * Other names customers give a payment method of the policies' list (`American Express: [amex]`); those of a method
+   * the list does not have are not used, so that a pack can change its methods without editing these.
+   */
   payment_method_names: Type.Record(Type.String({ minLength: 1 }), Type.Array(Text, { minItems: 1 }), { default: {} }),
   /** What a message does: corrects a value, asks the same for another order, says the answer did not help… */
   cues: Type.Object({
