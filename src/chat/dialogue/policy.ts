@@ -605,7 +605,8 @@ export class DialoguePolicy {
     // A question right after a question asked in the request, that the model is not sure is a request of its own, is
     // about the same rules ("do I have to pay to send it back?", then "do you need pictures of it?").
     const aside = current?.aside
-    const afterAside = aside !== undefined && turn.state.previousIntent === aside && answer.intents.includes(aside) && own === undefined && turn.message.asks ? aside : undefined
+    const afterAside = aside !== undefined && turn.state.previousIntent === aside && answer.intents.includes(aside) &&
+      (own === undefined || turn.message.cues.has('supposing')) && turn.message.asks ? aside : undefined
     // A fact told, with no question, within the request the answer belongs to ("it already says shipped tho" in a
     // cancellation) is that request's.
     const told = current !== undefined && (own === undefined || own === current.intent) && !turn.message.asks && turn.reading.text?.includes('?') !== true &&
@@ -749,9 +750,12 @@ export class DialoguePolicy {
   #continue (turn: Turn, active: SupportIntent): Decision {
     const { state } = turn
     const topic = state.topic
-    // A purchase date after a question about the return window (asked in the middle of the request) answers it.
+    // A purchase date after a question about the return window (asked in the middle of the request) answers it; after
+    // another question of that request's (what the return postage costs), it goes on with the request.
     const aside = topic?.aside
-    const request = aside !== undefined && turn.newDate && state.pendingIntent === undefined && this.#pack.intents[aside].uses_return_window === true ? aside : active
+    const asideAnswer = topic?.asideAnswer === undefined ? undefined : this.#answers.get(topic.asideAnswer)
+    const aboutWindow = asideAnswer === undefined || WINDOW_SITUATIONS.some((situation) => asideAnswer.replies[situation] !== undefined)
+    const request = aside !== undefined && turn.newDate && state.pendingIntent === undefined && this.#pack.intents[aside].uses_return_window === true && aboutWindow ? aside : active
     const answerId = request === aside ? topic?.asideAnswer : state.pendingIntent === undefined || state.pendingIntent === topic?.intent ? topic?.answer : undefined
     const answer = answerId === undefined ? undefined : this.#answers.get(answerId)
     // A purchase date the answer cannot speak to is answered by the request's reply, which reasons with it.
