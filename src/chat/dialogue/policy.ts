@@ -280,7 +280,11 @@ export class DialoguePolicy {
     // A street address while an address change waits for it, or corrects it ("oh wait its apt 3D not 3B sorry"),
     // whatever the model makes of its words.
     const address = request !== undefined && ADDRESS_INTENTS.has(request) && unasked && isStreetAddress(reading.text ?? '')
-    if (valueMessage || answersAsked || forAnother || correctsDate || slotValue || detail || address) {
+    // The order the assistant asked for, given by the support system's context with a few words ("yea this one"),
+    // unless the message clearly asks for something else.
+    const fromContext = state.pendingIntent !== undefined && context['order_id'] !== undefined && context['order_id'] !== state.facts['order_id'] &&
+      message.contentWords <= MAX_VALUE_AROUND && !asksOther
+    if (valueMessage || answersAsked || forAnother || correctsDate || slotValue || detail || address || fromContext) {
       if (request === undefined) return this.#acknowledge(turn)
       return this.#continue(turn, request)
     }
