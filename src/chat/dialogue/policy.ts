@@ -274,7 +274,12 @@ export class DialoguePolicy {
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) || (correctsKnown && message.contentWords <= MAX_CORRECTION_WORDS && unasked))
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
-      message.contentWords <= MAX_VALUE_WORDS && !asksOther
+      ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) ||
+        // …or told in more words during an account request, which the model reads as one of the account too ("i dont
+        // remember ever signing up tho" after the e-mail was said to be taken).
+        // (Not a new problem told with it: "it says my email is already registered but I've never signed up".)
+        (message.account !== undefined && ACCOUNT_INTENTS.has(request) && ACCOUNT_INTENTS.has(understanding.intent) && unasked && !cues.has('wish') &&
+          (understanding.intent === request || !this.#problems.has(understanding.intent))))
     // A detail said to be one ("I use gmail if this is matter"), in a few words and no question: the request goes on.
     const detail = request !== undefined && cues.has('detail') && message.contentWords <= MAX_CORRECTION_WORDS && unasked
     // A street address while an address change waits for it, or corrects it ("oh wait its apt 3D not 3B sorry"),
