@@ -275,10 +275,11 @@ export class DialoguePolicy {
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) ||
-        // …or told in more words during an account request, which the model reads as one of the account too ("i dont
-        // remember ever signing up tho" after the e-mail was said to be taken).
+        // …or told in more words, asking nothing, during an account request, which the model reads as one of the
+        // account too ("i dont remember ever signing up tho" after the e-mail was said to be taken; not "also i dont
+        // have an account yet, how do i make one").
         // (Not a new problem told with it: "it says my email is already registered but I've never signed up".)
-        (message.account !== undefined && ACCOUNT_INTENTS.has(request) && ACCOUNT_INTENTS.has(understanding.intent) && unasked && !cues.has('wish') &&
+        (message.account !== undefined && ACCOUNT_INTENTS.has(request) && ACCOUNT_INTENTS.has(understanding.intent) && !message.asks && !cues.has('wish') &&
           (understanding.intent === request || !this.#problems.has(understanding.intent))))
     // A detail said to be one ("I use gmail if this is matter"), in a few words and no question: the request goes on.
     const detail = request !== undefined && cues.has('detail') && message.contentWords <= MAX_CORRECTION_WORDS && unasked
@@ -343,7 +344,10 @@ export class DialoguePolicy {
     let situation = inTopic.situation
     // A described situation belongs to its request ("it's too small" is a return), unless the model is sure of
     // another.
-    const situationRequest = message.situation === undefined ? undefined : this.#pack.slots.situation_requests[message.situation]
+    // (Not in a request about the account, read in the message or active, where what happened to an item means nothing:
+    // "can i just delete the work one, i dont need it" is no change of mind about an item.)
+    const accountMatter = ACCOUNT_INTENTS.has(understanding.intent) || (topicIntent !== undefined && ACCOUNT_INTENTS.has(topicIntent) && understanding.status !== 'understood')
+    const situationRequest = message.situation === undefined || accountMatter ? undefined : this.#pack.slots.situation_requests[message.situation]
     const received = message.situation !== undefined && this.#beforeDelivery.has(intent) && ITEM_IN_HAND.has(message.situation)
     // "only 2 of the 3 mugs were in the box. i want my money back for the missing one", "the charger is missing from
     // the box?? can i get a refund for it": the refund asked for.
