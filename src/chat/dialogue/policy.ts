@@ -108,6 +108,8 @@ const CLEARLY_OTHER = 0.8
 const PROBABLY_OTHER = 0.7
 /** Requests about the account, where what happened to an item or parcel means nothing. */
 const ACCOUNT_INTENTS: ReadonlySet<string> = new Set(['create_account', 'delete_account', 'edit_account', 'recover_password', 'registration_problems', 'switch_account', 'newsletter_subscription'])
+/** What happened to a parcel or what is missing from it, for which a refund asked for is the request. */
+const REFUNDABLE_SITUATIONS: ReadonlySet<string> = new Set(['missing_item', 'late_delivery', 'lost_parcel'])
 /** What happened to an item the customer has in hand: it cannot be about an order still to be delivered. */
 const ITEM_IN_HAND: ReadonlySet<string> = new Set(['broke_in_use', 'defective_item', 'wrong_item', 'doesnt_fit'])
 /** Reply situations that stand for another when a reply has none of their own. */
@@ -210,6 +212,11 @@ export class DialoguePolicy {
     const answersAsked = !valueMessage && state.pendingIntent !== undefined && entities.orderId !== undefined && unasked &&
       message.contentWords <= MAX_CORRECTION_WORDS && (ORDER_NUMBER_NAMED.test(reading.text ?? '') || !(understanding.status === 'understood' &&
         isSupportIntent(understanding.intent) && understanding.intent !== state.pendingIntent && understanding.confidence >= CLEARLY_OTHER))
+    // The order number named as one and given for the active request, unasked ("Apologies, I forgot to include it: the
+    // order number is 56004."), whatever the words around it seem to ask.
+    const namesOrder = !valueMessage && request !== undefined && entities.orderId !== undefined && unasked &&
+      (message.situation === undefined || message.situation === previous.situation) &&
+      message.contentWords <= MAX_CORRECTION_WORDS && ORDER_NUMBER_NAMED.test(reading.text ?? '') && !cues.has('another')
     const orderId = entities.orderId ?? (valueMessage && request !== undefined ? entities.bareCode : undefined)
     const newOrder = orderId !== undefined && orderId !== state.facts['order_id']
     if (orderId !== undefined) facts['order_id'] = orderId
@@ -272,8 +279,13 @@ export class DialoguePolicy {
     // words of why ("looked at the receipt again, it was the 18th not the 25th").
     const correctsDate = newDate && cues.has('correction') &&
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) || (correctsKnown && message.contentWords <= MAX_CORRECTION_WORDS && unasked))
+    // "only 2 of the 3 mugs were in the box. i want my money back for the missing one", "the charger is missing from
+    // the box?? can i get a refund for it": the refund asked for.
+    // (So too for a late or lost parcel: "its over a week late now. honestly just refund me".)
+    const refundWanted = REFUNDABLE_SITUATIONS.has(message.situation ?? '') && message.preference === 'prefers_refund' &&
+      (cues.has('wish') || reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === 'get_refund') === true)
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
-    const slotValue = request !== undefined && (message.account !== undefined || message.preference !== undefined) &&
+    const slotValue = request !== undefined && !refundWanted && (message.account !== undefined || message.preference !== undefined) &&
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) ||
         // …or told in more words, asking nothing, during an account request, which the model reads as one of the
         // account too ("i dont remember ever signing up tho" after the e-mail was said to be taken; not "also i dont
@@ -290,7 +302,7 @@ export class DialoguePolicy {
     // unless the message clearly asks for something else.
     const fromContext = state.pendingIntent !== undefined && context['order_id'] !== undefined && context['order_id'] !== state.facts['order_id'] &&
       message.contentWords <= MAX_VALUE_AROUND && !asksOther
-    if (valueMessage || answersAsked || forAnother || correctsDate || slotValue || detail || address || fromContext) {
+    if (valueMessage || answersAsked || namesOrder || forAnother || correctsDate || slotValue || detail || address || fromContext) {
       if (request === undefined) return this.#acknowledge(turn)
       return this.#continue(turn, request)
     }
@@ -318,7 +330,8 @@ export class DialoguePolicy {
     }
 
     // Several requests at once: the first is answered now, and the others too or next.
-    const requests = this.#requests(reading.clauses, understanding)
+    // (The refund asked for is the request, whatever the clauses that tell what happened ask.)
+    const requests = refundWanted ? [] : this.#requests(reading.clauses, understanding)
     const clauses = this.#questionFirst(requests)
     // "I'd like to cancel order 72105 please, and does it cost anything?", "can i cancel my order and will it cost me
     // anything": the question is answered first, and the request the customer asks to be done is the message's
@@ -349,10 +362,6 @@ export class DialoguePolicy {
     const accountMatter = ACCOUNT_INTENTS.has(understanding.intent) || (topicIntent !== undefined && ACCOUNT_INTENTS.has(topicIntent) && understanding.status !== 'understood')
     const situationRequest = message.situation === undefined || accountMatter ? undefined : this.#pack.slots.situation_requests[message.situation]
     const received = message.situation !== undefined && this.#beforeDelivery.has(intent) && ITEM_IN_HAND.has(message.situation)
-    // "only 2 of the 3 mugs were in the box. i want my money back for the missing one", "the charger is missing from
-    // the box?? can i get a refund for it": the refund asked for.
-    const refundWanted = message.situation === 'missing_item' && message.preference === 'prefers_refund' &&
-      (cues.has('wish') || reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === 'get_refund') === true)
     if (refundWanted) {
       intent = 'get_refund'
       situation = undefined
@@ -430,7 +439,9 @@ export class DialoguePolicy {
       situation = own.situation
     }
 
-    const decision = this.#answerOrAct(turn, intent, situation, confidence, answers, own.candidates)
+    // (The refund asked for after what happened is answered by the refund's reply for what happened, not by whatever
+    // answer the words of the story match: "i dont even want it anymore" is no change of mind about an item in hand.)
+    const decision = this.#answerOrAct(turn, intent, situation, confidence, refundWanted ? undefined : answers, own.candidates)
     // The same reply as the last, to other words than last time and no new question: what was said did not help —
     // unless the words give something the request needs that no slot reads (a new address: "it's 14 Elm Street").
     const gives = NUMBER.test(reading.text ?? '')
