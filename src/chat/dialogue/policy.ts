@@ -635,9 +635,17 @@ export class DialoguePolicy {
     // cancellation) is that request's.
     const told = current !== undefined && (own === undefined || own === current.intent) && !turn.message.asks && turn.reading.text?.includes('?') !== true &&
       answer.intents.includes(current.intent) ? current.intent : undefined
+    // A question of the active request's own answers, while what happened keeps to that request ("it was delivered on
+    // the 9th, is that too late to report it?" about a missing part), is that request's, when the request the model
+    // reads in it has nothing to say about what happened (tracking, for a missing part).
+    const situation = turn.slots.situation
+    const kept = current !== undefined && home === current.intent && situation !== undefined && this.#pack.slots.situation_requests[situation] === current.intent &&
+      (own === undefined || this.#pack.intents[own].replies[situation] === undefined) ? current.intent : undefined
     // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
-    const reported = asked ?? afterAside ?? told ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
-    const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && !this.#problems.has(own) &&
+    const reported = asked ?? afterAside ?? told ?? kept ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
+    // (A new problem told, not asked about, is no question beside the request: "it says my e-mail is taken".)
+    const toldProblem = own !== undefined && this.#problems.has(own) && turn.reading.text?.includes('?') !== true
+    const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && !toldProblem &&
       answer.intents.includes(current.intent) && turn.message.asks
     const intent = beside ? current.intent : reported
     const active = beside ? current : this.#activeAfter(current, intent)
