@@ -613,6 +613,32 @@ export class DialoguePolicy {
   }
 
   /**
+   * The active request's reading of an answer, where the conversation so far says what the message is about:
+   * - a question right after a question asked in the request (an aside), that the model is not sure is a request of
+   *   its own or that supposes a case, is about the same rules ("do I have to pay to send it back?", then "do you need
+   *   pictures of it?"; "does it cost anything to cancel?", then "what if its already shipped");
+   * - a fact told, with no question, within the request the answer belongs to ("it already says shipped tho" in a
+   *   cancellation) is that request's;
+   * - a question of the active request's own answers, while what happened keeps to that request ("it was delivered on
+   *   the 9th, is that too late to report it?" about a missing part), is that request's, when the request the model
+   *   reads in it has nothing to say about what happened (tracking, for a missing part).
+   */
+  #inTopicReport (turn: Turn, answer: DomainAnswer, own: SupportIntent | undefined): SupportIntent | undefined {
+    const current = turn.state.topic
+    if (current === undefined) return undefined
+    const { message } = turn
+    const aside = current.aside
+    if (aside !== undefined && turn.state.previousIntent === aside && answer.intents.includes(aside) && message.asks &&
+      (own === undefined || message.cues.has('supposing'))) return aside
+    const unasked = !message.asks && turn.reading.text?.includes('?') !== true
+    if (unasked && (own === undefined || own === current.intent) && answer.intents.includes(current.intent)) return current.intent
+    const situation = turn.slots.situation
+    if (situation !== undefined && answer.intents[0] === current.intent && this.#pack.slots.situation_requests[situation] === current.intent &&
+      (own === undefined || this.#pack.intents[own].replies[situation] === undefined)) return current.intent
+    return undefined
+  }
+
+  /**
    * The decision to give an answer. The intent reported is the request the message itself makes when the model is
    * sure of it and the answer belongs to it ("I want to send them back, they don't fit" is a refund); otherwise a
    * question about a rule is that rule's, the answer's home ("and do I pay the postage?" is the refund policy,
@@ -626,23 +652,8 @@ export class DialoguePolicy {
     const current = turn.state.topic
     const asked = this.#askedAs(turn, answer)
     const own = asked === undefined ? this.#ownRequest(turn.understanding, answer) : undefined
-    // A question right after a question asked in the request, that the model is not sure is a request of its own, is
-    // about the same rules ("do I have to pay to send it back?", then "do you need pictures of it?").
-    const aside = current?.aside
-    const afterAside = aside !== undefined && turn.state.previousIntent === aside && answer.intents.includes(aside) &&
-      (own === undefined || turn.message.cues.has('supposing')) && turn.message.asks ? aside : undefined
-    // A fact told, with no question, within the request the answer belongs to ("it already says shipped tho" in a
-    // cancellation) is that request's.
-    const told = current !== undefined && (own === undefined || own === current.intent) && !turn.message.asks && turn.reading.text?.includes('?') !== true &&
-      answer.intents.includes(current.intent) ? current.intent : undefined
-    // A question of the active request's own answers, while what happened keeps to that request ("it was delivered on
-    // the 9th, is that too late to report it?" about a missing part), is that request's, when the request the model
-    // reads in it has nothing to say about what happened (tracking, for a missing part).
-    const situation = turn.slots.situation
-    const kept = current !== undefined && home === current.intent && situation !== undefined && this.#pack.slots.situation_requests[situation] === current.intent &&
-      (own === undefined || this.#pack.intents[own].replies[situation] === undefined) ? current.intent : undefined
     // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
-    const reported = asked ?? afterAside ?? told ?? kept ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
+    const reported = asked ?? this.#inTopicReport(turn, answer, own) ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
     // (A new problem told, not asked about, is no question beside the request: "it says my e-mail is taken".)
     const toldProblem = own !== undefined && this.#problems.has(own) && turn.reading.text?.includes('?') !== true
     const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && !toldProblem &&
