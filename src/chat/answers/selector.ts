@@ -81,7 +81,7 @@ export class AnswerSelector {
     }
     for (const [term, list] of lists) {
       const idf = Math.log(1 + (documents.length - list.length + 0.5) / (list.length + 0.5))
-      const posting: Posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf), addedIn: 0, asksTime: TIME_WORDS.has(term) }
+      const posting: Posting = { entries: Int32Array.from(list, ([index]) => index), weights: Float64Array.from(list, ([, weight]) => weight * idf), addedIn: 0, asksTime: TIME_WORDS.has(term), asksPrice: PRICE_WORDS.has(term) }
       const space = term.indexOf(' ')
       if (space < 0) {
         this.#unigrams.set(term, posting)
@@ -154,15 +154,15 @@ export class AnswerRanking {
 
   /**
    * Whether every word of the message that the selector knows is a word of an entry of `intents`, or only asks when
-   * or how long: the message names nothing of another matter ("how many days is it supposed to take?" shares its
-   * words with refund times, or with none).
+   * or how long (or, `asking` price, what it costs): the message names nothing of another matter ("how many days is it
+   * supposed to take?" shares its words with refund times, or with none; "is that free" with delivery prices).
    */
-  namesNothingBut (intents: ReadonlySet<IntentName>, other?: IntentName): boolean {
+  namesNothingBut (intents: ReadonlySet<IntentName>, other?: IntentName, asking: 'time' | 'price' = 'time'): boolean {
     const member = this.#membership.of(intents)
     // …and, when the message was read as `other`, nothing of that either ("how long to get my money back" names the
     // refund, though a double charge's answer speaks of money back too).
     const others = other === undefined ? undefined : this.#membership.of(new Set([other]))
-    return this.#terms.every((posting) => posting.asksTime || (posting.entries.some((entry) => member[entry] === 1) &&
+    return this.#terms.every((posting) => (asking === 'time' ? posting.asksTime : posting.asksPrice) || (posting.entries.some((entry) => member[entry] === 1) &&
       (others === undefined || !posting.entries.some((entry) => others[entry] === 1))))
   }
 
@@ -279,6 +279,8 @@ interface Posting {
   addedIn: number
   /** The term is one of TIME_WORDS. */
   asksTime: boolean
+  /** The term is one of PRICE_WORDS. */
+  asksPrice: boolean
 }
 
 /**
@@ -290,6 +292,16 @@ const TIME_WORDS: ReadonlySet<string> = new Set([
   'how', 'long', 'fast', 'quick', 'quickli', 'soon', 'mani', 'dai', 'busi', 'week', 'time', 'when', 'till', 'until',
   'take', 'suppos', 'meant', 'usual', 'normal', 'expect', 'gener', 'typic', 'wait', 'doe', 'do', 'did', 'should', 'will',
   'would', 'can', 'could', 'get'
+])
+
+/**
+ * Stems of the English words that ask what something costs without naming what ("is that free?", "does it cost
+ * anything?", "how much is it"): a question of price made of them and of the active request's words is about that
+ * request.
+ */
+const PRICE_WORDS: ReadonlySet<string> = new Set([
+  'free', 'cost', 'much', 'price', 'pai', 'charg', 'fee', 'anyth', 'extra', 'monei', 'how', 'doe', 'do', 'will', 'would',
+  'have', 'need', 'must', 'that', 'it', 'thi'
 ])
 
 function addPosting (scores: number[], posting: Posting): void {

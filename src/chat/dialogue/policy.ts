@@ -532,6 +532,15 @@ export class DialoguePolicy {
         if (inTopic?.answer !== undefined) choice = inTopic
       }
     }
+    // The same for what something costs ("is that free" after a question about sending it back, which the model reads
+    // as delivery prices): the active request's answer about a price.
+    if (priceQuestion && !timeQuestion && topic !== undefined && intent !== topic.intent && intent !== topic.aside && this.#followUps.get(topic.intent)?.has(intent) !== true) {
+      const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
+      if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current, intent, 'price')) {
+        const priced = answers.bestWhere((answer) => answer.intents.some((name) => current.has(name)) && this.#reportedFor(this.#reportedAs.price, answer) !== undefined)
+        if (priced?.answer !== undefined) choice = priced
+      }
+    }
     if (choice === own && choice?.answer !== undefined && among !== undefined && among.confidence >= WITHIN_SURE) choice = among
     // A question of when or how long within a request, with no answer sure enough: the request's answers about time,
     // by the facts they state ("how long are refunds supposed to take anyway?" is the refund's processing time).

@@ -133,7 +133,7 @@ export class SlotReader {
         found(phrase, i)
       }
     }
-    const slots: MessageSlots = { cues, cueAt, asks: text.includes('?') || cues.has('request'), contentWords: contentWordCount(stems) }
+    const slots: MessageSlots = { cues, cueAt, asks: text.includes('?') || cues.has('request') || QUESTION_OPENING.test(text), contentWords: contentWordCount(stems) }
     if (best.item_situation !== undefined) slots.situation = best.item_situation.value
     if (best.preference !== undefined) slots.preference = best.preference.value
     if (best.account !== undefined) slots.account = best.account.value
@@ -141,6 +141,9 @@ export class SlotReader {
     return slots
   }
 }
+
+/** A question without its question mark: "is that free", "how long does it take". */
+const QUESTION_OPENING = /^\s*(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
 
 function deniedAt (stems: readonly string[], at: number): boolean {
   for (let j = Math.max(0, at - NEGATION_REACH); j < at; j++) if (NEGATIONS.has(stems[j]!)) return true
