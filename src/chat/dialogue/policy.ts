@@ -557,7 +557,8 @@ export class DialoguePolicy {
     }
     // A change to an order not yet delivered, with nothing told of an item in hand ("can i just swap the blue mug for
     // the black one in that order"), is the change itself, not the exchange of a delivered item.
-    if (this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined && this.#beforeDelivery.has(topic.intent) &&
+    // (An order being cancelled has not shipped either: "dont cancel it. can i just swap the blue mug for the black one".)
+    if (this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined && (this.#beforeDelivery.has(topic.intent) || topic.intent === 'cancel_order') &&
       choice?.answer !== undefined && !choice.answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home))) return undefined
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
