@@ -515,7 +515,9 @@ export class DialoguePolicy {
     // office instead?" is an address change, whatever words it shares with store pickup).
     // Nor does a situation the model reads in the message as this request ("order N still isn't here after two
     // weeks" is a late parcel, not a late refund).
-    const agreed = modelSituation !== undefined && this.#pack.slots.situation_requests[modelSituation] === intent
+    // (Or one the request has a reply of its own for: "what if i already opened it" read as a detail the refund policy
+    // does not state is that, not the after-shipping answer its words match.)
+    const agreed = modelSituation !== undefined && (this.#pack.slots.situation_requests[modelSituation] === intent || this.#pack.intents[intent].replies[modelSituation] !== undefined)
     if (top?.answer !== undefined && top.confidence >= (sure && !top.answer.intents.includes(intent) ? SURE_ANSWER : RESCUE_CONFIDENCE) && top.confidence > (choice?.confidence ?? 0) &&
       !(agreed && !top.answer.intents.includes(intent)) &&
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
