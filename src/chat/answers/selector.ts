@@ -301,7 +301,7 @@ const TIME_WORDS: ReadonlySet<string> = new Set([
  */
 const PRICE_WORDS: ReadonlySet<string> = new Set([
   'free', 'cost', 'much', 'price', 'pai', 'charg', 'fee', 'anyth', 'extra', 'monei', 'how', 'doe', 'do', 'will', 'would',
-  'have', 'need', 'must', 'that', 'it', 'thi'
+  'have', 'need', 'must', 'get', 'that', 'it', 'thi'
 ])
 
 function addPosting (scores: number[], posting: Posting): void {

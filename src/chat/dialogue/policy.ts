@@ -539,7 +539,11 @@ export class DialoguePolicy {
     if (priceQuestion && !timeQuestion && topic !== undefined && intent !== topic.intent && intent !== topic.aside && this.#followUps.get(topic.intent)?.has(intent) !== true) {
       const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
       if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current, intent, 'price')) {
-        const priced = answers.bestWhere((answer) => answer.intents.some((name) => current.has(name)) && this.#reportedFor(this.#reportedAs.price, answer) !== undefined)
+        // (Of those, first the ones the active request comes first or second in: a cancellation's fee before the return
+        // postage, which a cancelled order can also come to.)
+        const pricedIn = (places: number): RankedEntry | undefined => answers.bestWhere((answer) =>
+          answer.intents.slice(0, places).some((name) => current.has(name)) && this.#reportedFor(this.#reportedAs.price, answer) !== undefined)
+        const priced = pricedIn(2) ?? pricedIn(Infinity)
         if (priced?.answer !== undefined) choice = priced
       }
     }
