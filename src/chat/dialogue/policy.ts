@@ -108,8 +108,8 @@ const CLEARLY_OTHER = 0.8
 const PROBABLY_OTHER = 0.7
 /** Requests about the account, where what happened to an item or parcel means nothing. */
 const ACCOUNT_INTENTS: ReadonlySet<string> = new Set(['create_account', 'delete_account', 'edit_account', 'recover_password', 'registration_problems', 'switch_account', 'newsletter_subscription'])
-/** What happened to a parcel or what is missing from it, for which a refund asked for is the request. */
-const REFUNDABLE_SITUATIONS: ReadonlySet<string> = new Set(['missing_item', 'late_delivery', 'lost_parcel'])
+/** What happened to a parcel, for which a refund asked for is the request. */
+const PARCEL_SITUATIONS: ReadonlySet<string> = new Set(['late_delivery', 'lost_parcel'])
 /** What happened to an item the customer has in hand: it cannot be about an order still to be delivered. */
 const ITEM_IN_HAND: ReadonlySet<string> = new Set(['broke_in_use', 'defective_item', 'wrong_item', 'doesnt_fit'])
 /** Reply situations that stand for another when a reply has none of their own. */
@@ -281,9 +281,11 @@ export class DialoguePolicy {
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) || (correctsKnown && message.contentWords <= MAX_CORRECTION_WORDS && unasked))
     // "only 2 of the 3 mugs were in the box. i want my money back for the missing one", "the charger is missing from
     // the box?? can i get a refund for it": the refund asked for.
-    // (So too for a late or lost parcel: "its over a week late now. honestly just refund me".)
-    const refundWanted = REFUNDABLE_SITUATIONS.has(message.situation ?? '') && message.preference === 'prefers_refund' &&
-      (cues.has('wish') || reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === 'get_refund') === true)
+    // (So too for a late or lost parcel, when a clause asks for the refund to be done: "its over a week late now.
+    // honestly just refund me", not "could you tell me where it is, and whether I will be reimbursed?".)
+    const refundAsked = reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === 'get_refund') === true
+    const refundWanted = message.preference === 'prefers_refund' &&
+      ((message.situation === 'missing_item' && (cues.has('wish') || refundAsked)) || (PARCEL_SITUATIONS.has(message.situation ?? '') && refundAsked))
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     const slotValue = request !== undefined && !refundWanted && (message.account !== undefined || message.preference !== undefined) &&
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) ||
