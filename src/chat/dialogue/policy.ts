@@ -524,7 +524,7 @@ export class DialoguePolicy {
       !(agreed && !top.answer.intents.includes(intent)) &&
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
         (top.confidence >= CERTAIN_ANSWER && (described === undefined || top.answer.intents.includes(described)) &&
-          !candidates.some((candidate) => candidate.probability >= CLEARLY_OTHER)) ||
+          !candidates.some((candidate) => candidate.probability >= SURE_ANSWER)) ||
         candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))) choice = top
     // A question of when or how long read as another matter (not one that follows the active request) that names
     // nothing but the active request's words ("how many days does it take?" while a refund is the topic) is about the
