@@ -526,27 +526,16 @@ export class DialoguePolicy {
         (top.confidence >= CERTAIN_ANSWER && (described === undefined || top.answer.intents.includes(described)) &&
           !candidates.some((candidate) => candidate.probability >= SURE_ANSWER)) ||
         candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))) choice = top
-    // A question of when or how long read as another matter (not one that follows the active request) that names
-    // nothing but the active request's words ("how many days does it take?" while a refund is the topic) is about the
-    // active request, and gets its answer.
-    if (timeQuestion && topic !== undefined && intent !== topic.intent && intent !== topic.aside && this.#followUps.get(topic.intent)?.has(intent) !== true) {
+    // A question of when or how long, or of what it costs, read as another matter (not one that follows the active
+    // request) that names nothing but the active request's words is about the active request: "how many days does it
+    // take?" while a refund is the topic gets its answer; "is that free" after a question about sending it back, which
+    // the model reads as delivery prices, the active request's answer about a price.
+    const asking = timeQuestion ? 'time' : priceQuestion ? 'price' : undefined
+    if (asking !== undefined && topic !== undefined && intent !== topic.intent && intent !== topic.aside && this.#followUps.get(topic.intent)?.has(intent) !== true) {
       const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
-      if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current, intent)) {
-        const inTopic = answers.bestAmong(current)
+      if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current, intent, asking)) {
+        const inTopic = asking === 'time' ? answers.bestAmong(current) : this.#pricedAmong(current, answers)
         if (inTopic?.answer !== undefined) choice = inTopic
-      }
-    }
-    // The same for what something costs ("is that free" after a question about sending it back, which the model reads
-    // as delivery prices): the active request's answer about a price.
-    if (priceQuestion && !timeQuestion && topic !== undefined && intent !== topic.intent && intent !== topic.aside && this.#followUps.get(topic.intent)?.has(intent) !== true) {
-      const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
-      if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current, intent, 'price')) {
-        // (Of those, first the ones the active request comes first or second in: a cancellation's fee before the return
-        // postage, which a cancelled order can also come to.)
-        const pricedIn = (places: number): RankedEntry | undefined => answers.bestWhere((answer) =>
-          answer.intents.slice(0, places).some((name) => current.has(name)) && this.#reportedFor(this.#reportedAs.price, answer) !== undefined)
-        const priced = pricedIn(2) ?? pricedIn(Infinity)
-        if (priced?.answer !== undefined) choice = priced
       }
     }
     if (choice === own && choice?.answer !== undefined && among !== undefined && among.confidence >= WITHIN_SURE) choice = among
@@ -628,6 +617,16 @@ export class DialoguePolicy {
     if (!answers.namesNothingBut(current)) return undefined
     const best = answers.bestAmong(current)
     return best?.answer === undefined ? undefined : { answer: best.answer, confidence: best.confidence }
+  }
+
+  /**
+   * The answer about a price of the requests in `current`, those a request comes first or second in before the rest
+   * (a cancellation's fee before the return postage, which a cancelled order can also come to).
+   */
+  #pricedAmong (current: ReadonlySet<IntentName>, answers: AnswerRanking): RankedEntry | undefined {
+    const pricedIn = (places: number): RankedEntry | undefined => answers.bestWhere((answer) =>
+      answer.intents.slice(0, places).some((name) => current.has(name)) && this.#reportedFor(this.#reportedAs.price, answer) !== undefined)
+    return pricedIn(2) ?? pricedIn(Infinity)
   }
 
   /**
