@@ -71,21 +71,23 @@ export function trainLogisticRegression (rows: readonly Row[], features: number,
 
 /** One seed's model. Each example's feature sum is scaled by 1/√(its features), as the scorer scales it. */
 function fit (rows: readonly Row[], exampleWeights: Float64Array, features: number, classes: number, options: LearnerOptions, seed: number): LinearModel {
+  if (rows.length > INDEX_SPACE) throw new RangeError(`At most ${INDEX_SPACE} training examples, not ${rows.length}`)
   const epochs = options.epochs ?? 7
   const l2 = options.l2 ?? 1e-5
   const weights = new Float32Array(features * classes)
   const bias = new Float32Array(classes)
   const squared = new Float32Array(weights.length).fill(1e-8)
   const biasSquared = new Float32Array(classes).fill(1e-8)
-  const order = rows.map((_, i) => i)
-  const ranks = new Uint32Array(rows.length)
+  // Each pass's order, as rank × 2^20 + index in one number: a typed array sorts it natively, ties by index.
+  const order = new Float64Array(rows.length)
   const scores = new Float64Array(classes)
   const gradients = new Float64Array(classes)
   const activeClasses = new Int32Array(classes)
   for (let epoch = 0; epoch < epochs; epoch++) {
-    for (let i = 0; i < rows.length; i++) ranks[i] = mix(rows[i]!.key, seed, epoch)
-    order.sort((a, b) => ranks[a]! - ranks[b]! || a - b)
-    for (const i of order) {
+    for (let i = 0; i < rows.length; i++) order[i] = mix(rows[i]!.key, seed, epoch) * INDEX_SPACE + i
+    order.sort()
+    for (const packed of order) {
+      const i = packed % INDEX_SPACE
       const { indexes, label } = rows[i]!
       const weight = exampleWeights[i]!
       const scale = indexes.length === 0 ? 0 : 1 / Math.sqrt(indexes.length)
@@ -132,6 +134,9 @@ export function softmaxInPlace (scores: Float64Array): void {
   }
   for (let c = 0; c < scores.length; c++) scores[c]! /= sum
 }
+
+/** Room for an example's index beside its 32-bit rank in one double (2^52 is exact): a million examples. */
+const INDEX_SPACE = 2 ** 20
 
 /** An example's place in one pass: its key, the seed and the pass mixed into 32 well-spread bits. */
 function mix (key: number, seed: number, epoch: number): number {
