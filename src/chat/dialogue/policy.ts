@@ -670,7 +670,7 @@ export class DialoguePolicy {
     const asked = this.#askedAs(turn, answer)
     const own = asked === undefined ? this.#ownRequest(turn.understanding, answer) : undefined
     // The model reading a question about the customer's own item as the rule (the answer's home) is overruled.
-    const reported = asked ?? this.#inTopicReport(turn, answer, own) ?? this.#ruleQuestion(turn, answer) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
+    const reported = asked ?? this.#inTopicReport(turn, answer, own) ?? this.#ruleQuestion(turn, answer, own) ?? (own === home ? undefined : own) ?? this.#aboutOwnPurchase(turn, answer) ?? own ?? home
     // (A new problem told, not asked about, is no question beside the request: "it says my e-mail is taken".)
     const toldProblem = own !== undefined && this.#problems.has(own) && turn.reading.text?.includes('?') !== true
     const beside = own !== undefined && current !== undefined && current.intent !== own && !this.#questions.has(own) && !toldProblem &&
@@ -747,11 +747,13 @@ export class DialoguePolicy {
    * it on 1 March", it is that order's request), one that supposes a case, or one that asks what something costs. Its
    * intent is the rule's: the first of the answer's intents that is a question about the shop.
    */
-  #ruleQuestion (turn: Turn, answer: DomainAnswer): SupportIntent | undefined {
+  #ruleQuestion (turn: Turn, answer: DomainAnswer, own: SupportIntent | undefined): SupportIntent | undefined {
     const { message, understanding, reading } = turn
     if (reading.text?.includes('?') !== true || message.cues.has('wish')) return undefined
+    // (A date told in a request the answer is the reply to asks no rule: "where is my package?? ordered 2 weeks ago".)
+    const request = own !== undefined && own === answer.intents[0] && !this.#questions.has(own)
     // "and if it already shipped can I still cancel it?": a case supposed, not the customer's own, asks the rule too.
-    const dated = understanding.entities.date !== undefined && understanding.entities.orderId === undefined && turn.newDate
+    const dated = understanding.entities.date !== undefined && understanding.entities.orderId === undefined && turn.newDate && !request
     // "do I have to pay for shipping them back? they came broken": what something costs asks the rule as well.
     if (!dated && !message.cues.has('supposing') && !message.cues.has('price')) return undefined
     return answer.intents.find((intent) => this.#questions.has(intent))
