@@ -433,7 +433,10 @@ export class DialoguePolicy {
     const newProblem = ownAnswer?.answer !== undefined && ownAnswer.confidence >= SURE_ANSWER && own.intent !== topic?.intent
     const asksElse = reading.text?.includes('?') === true && own.status === 'understood' && isSupportIntent(own.intent) && own.confidence >= CLEARLY_OTHER && topic !== undefined &&
       (!this.#sameMatter(own.intent, topic) || newProblem)
-    if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && !asksElse && (this.#sameMatter(intent, topic) || justAnswered)) {
+    // Nor, asked or told, a problem of another matter both are sure of ("also my discount code didnt work" while adding
+    // an item to an order).
+    const otherProblem = newProblem && own.status === 'understood' && own.confidence >= CLEARLY_OTHER && topic !== undefined && !this.#sameMatter(own.intent, topic)
+    if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && !asksElse && !otherProblem && (this.#sameMatter(intent, topic) || justAnswered)) {
       return this.#notHelped(turn, this.#helpedMatter(state, topic))
     }
     if (asksForContact && cues.has('not_helped')) {
