@@ -1016,7 +1016,14 @@ export class DialoguePolicy {
    * clearly, when the other clauses ask nothing ("oh right, I made one years ago. no clue what the password was").
    */
   #onlyRequest (clauses: readonly ClauseReading[] | undefined, whole: Understanding): ClauseReading | undefined {
-    if (clauses === undefined || whole.status === 'understood' || whole.confidence >= CLEARLY_OTHER) return undefined
+    if (clauses === undefined) return undefined
+    // "I want to delete my account. You send me far too many emails.": the clause that asks for it to be done, sure
+    // of the request the whole message is likeliest to be, is that request, whatever the reasons told beside it match.
+    if (whole.status === 'understood' && whole.confidence < CLEARLY_OTHER) {
+      const wanted = clauses.filter((clause) => clause.wants && clause.understanding.intent === whole.intent && clause.understanding.confidence >= CLEARLY_OTHER)
+      if (wanted.length === 1 && clauses.every((clause) => clause === wanted[0] || !clause.asks)) return wanted[0]
+    }
+    if (whole.status === 'understood' || whole.confidence >= CLEARLY_OTHER) return undefined
     const sure = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) && clause.understanding.confidence >= CLEARLY_OTHER)
     if (sure.length !== 1 || clauses.some((clause) => clause !== sure[0] && clause.asks)) return undefined
     return sure[0]
