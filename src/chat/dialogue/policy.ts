@@ -126,6 +126,8 @@ const SURE_ANSWER = 0.9
 const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
+/** Words that name a parcel or an order, not a refund. */
+const PARCEL_WORDS = /\b(?:parcel|package|packet|delivery|delivered|courier|shipment|shipping|tracking|order)\b/i
 const NUMBER = /\d/
 /** The customer names the value they give: "the order number is…", "order no.", "order nr". */
 const ORDER_NUMBER_NAMED = /\border (?:number|no\b|nr\b|#)/i
@@ -354,6 +356,7 @@ export class DialoguePolicy {
       return this.#notUnderstood(turn, inTopic.status, inTopic.confidence)
     }
 
+    const topic = state.topic
     let intent = inTopic.intent
     let confidence = inTopic.confidence
     let situation = inTopic.situation
@@ -371,6 +374,14 @@ export class DialoguePolicy {
       intent = situationRequest
       situation = undefined
     }
+    // "so it should of been there already? where is it" while a refund is chased: the refund, not a parcel, unless the
+    // message names one.
+    // (Its reply is the refund's, whatever late-parcel answer the words match.)
+    const refundChased = topic?.intent === 'track_refund' && intent === 'track_order' && orderId === undefined && !PARCEL_WORDS.test(reading.text ?? '')
+    if (refundChased) {
+      intent = 'track_refund'
+      situation = undefined
+    }
     // What was queued comes next when the customer asks for it, or agrees to go on.
     const queued = previous.queued ?? []
     if (queued.length > 0 && (isYes(message, understanding) || (cues.has('another') && orderId === undefined)) && !queued.includes(intent as SupportIntent)) {
@@ -382,7 +393,6 @@ export class DialoguePolicy {
     // The order number the assistant asked for completes the waiting request, unless the message clearly asks
     // for something else.
     const pending = state.pendingIntent
-    const topic = state.topic
     if (pending !== undefined && orderId !== undefined && (intent === pending || !isSupportIntent(intent))) {
       if (intent !== pending) situation = state.topic?.intent === pending ? state.topic.situation : undefined
       intent = pending
@@ -446,7 +456,7 @@ export class DialoguePolicy {
 
     // (The refund asked for after what happened is answered by the refund's reply for what happened, not by whatever
     // answer the words of the story match: "i dont even want it anymore" is no change of mind about an item in hand.)
-    const decision = this.#answerOrAct(turn, intent, situation, confidence, refundWanted ? undefined : answers, own.candidates)
+    const decision = this.#answerOrAct(turn, intent, situation, confidence, refundWanted || refundChased ? undefined : answers, own.candidates)
     // The same reply as the last, to other words than last time and no new question: what was said did not help —
     // unless the words give something the request needs that no slot reads (a new address: "it's 14 Elm Street").
     const gives = NUMBER.test(reading.text ?? '')
