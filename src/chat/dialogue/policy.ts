@@ -447,7 +447,7 @@ export class DialoguePolicy {
     // an item to an order).
     const otherProblem = newProblem && own.status === 'understood' && own.confidence >= CLEARLY_OTHER && topic !== undefined && !this.#sameMatter(own.intent, topic)
     if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && !asksElse && !otherProblem && (this.#sameMatter(intent, topic) || justAnswered)) {
-      return this.#notHelped(turn, this.#helpedMatter(state, topic))
+      return this.#notHelped(turn, this.#helpedMatter(state, topic, understanding))
     }
     if (asksForContact && cues.has('not_helped')) {
       intent = own.intent
@@ -1069,9 +1069,21 @@ export class DialoguePolicy {
    * The request "it didn't help" is about: the one just answered when it is of the active request's matter (the
    * sign-up problem answered after how to open an account, not the account), else the active request.
    */
-  #helpedMatter (state: DialogueState, topic: Topic): SupportIntent {
+  #helpedMatter (state: DialogueState, topic: Topic, understanding?: Understanding): SupportIntent {
+    // Unless the message names another request answered in the last replies, as the model is sure ("that payment
+    // problems page didnt help" after a question about PayPal beside the double charge).
+    if (understanding !== undefined && understanding.status === 'understood' && isSupportIntent(understanding.intent) &&
+      understanding.confidence >= CLEARLY_OTHER && this.#answeredLately(state, understanding.intent)) return understanding.intent
     const last = state.previousIntent
     return last !== undefined && isSupportIntent(last) && this.#sameMatter(last, topic) ? last : topic.intent
+  }
+
+  /** Whether one of the last replies was `intent`'s own, or an answer whose home it is. */
+  #answeredLately (state: DialogueState, intent: SupportIntent): boolean {
+    return (state.slots?.recent ?? []).some((key) => {
+      const [kind, name] = key.split(/[:/]/, 2)
+      return (kind === 'intent' && name === intent) || (kind === 'answer' && this.#answers.get(name ?? '')?.intents[0] === intent)
+    })
   }
 
   /** Whether two requests are one or follow up each other. */
