@@ -126,6 +126,8 @@ const SURE_ANSWER = 0.9
 const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
+/** What happened that has a time limit of its own, not the return window's. */
+const OWN_TIME_LIMIT: ReadonlySet<string> = new Set(['missing_item'])
 /** Words that name a parcel or an order, not a refund. */
 const PARCEL_WORDS = /\b(?:parcel|package|packet|delivery|delivered|courier|shipment|shipping|tracking|order)\b/i
 const NUMBER = /\d/
@@ -1148,7 +1150,10 @@ export class DialoguePolicy {
     if (turn.message.cues.has('wish')) described.unshift('wish')
     // The model's reading of the situation, unless the slots say what happened.
     if (modelSituation !== undefined && slots.situation === undefined) described.push(modelSituation)
-    const ordered = turn.newDate ? [...window, ...described] : [...described, ...window]
+    // (A date just given answers with the return window first, unless what happened has a time limit of its own: a
+    // missing part is reported within days of delivery, whenever it was bought.)
+    const ownLimit = slots.situation !== undefined && OWN_TIME_LIMIT.has(slots.situation)
+    const ordered = turn.newDate && !ownLimit ? [...window, ...described] : [...described, ...window]
     return [...ordered, 'default'].filter((situation, i, all) => replies[situation] !== undefined && all.indexOf(situation) === i)
   }
 
