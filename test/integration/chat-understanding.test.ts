@@ -105,7 +105,10 @@ describe('entities in a message', () => {
     ['see https://shop.example.com/a!!b?!).', [['url', 'https://shop.example.com/a!!b']]],
     ['2nd of 3, 128gb, covid-19', [['number', '2nd'], ['number', '3']]],
     ['bought on the 2nd, arrived 3 days ago', [['date', '2026-11-02'], ['date', '2026-11-17']]],
-    ['order 2026 of 12 items', [['number', '2026'], ['number', '12']]]
+    ['order 2026 of 12 items', [['number', '2026'], ['number', '12']]],
+    ['thanks, have a lovely weekend!', []],
+    ['i ordered it last weekend', [['date', '2026-11-15']]],
+    ['bought it at the weekend', [['date', '2026-11-14']]]
   ])('recognises the entities of %j', (message, expected) => {
     expect(recogniseEntities(message, '2026-11-20').map((span) => [span.kind, span.value])).toEqual(expected)
   })

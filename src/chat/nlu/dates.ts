@@ -50,7 +50,7 @@ export function findDates (text: string, today: string): MentionedDate[] {
   for (const result of parser.parse(prepared, reference)) {
     const { start } = result
     const dayKnown = start.isCertain('day') || start.isCertain('weekday')
-    if (!dayKnown || NOT_DATES.has(result.text.trim().toLowerCase())) continue
+    if (!dayKnown || NOT_DATES.has(result.text.trim().toLowerCase()) || wishedWeekend(prepared, result.index, result.text)) continue
     let day = dayNumber(`${String(start.get('year')).padStart(4, '0')}-${pad(start.get('month'))}-${pad(start.get('day'))}`)
     const now = dayNumber(today)
     if (day > now) day = mostRecent(day, now, start)
@@ -58,6 +58,12 @@ export function findDates (text: string, today: string): MentionedDate[] {
   }
   return dates
 }
+
+/** "have a lovely weekend": a weekend wished, not one that has been ("last weekend", "at the weekend"). */
+function wishedWeekend (text: string, index: number, found: string): boolean {
+  return found.trim().toLowerCase() === 'weekend' && !WEEKEND_THAT_WAS.test(text.slice(Math.max(0, index - 6), index))
+}
+const WEEKEND_THAT_WAS = /\b(?:the|last|this|past)\s+$/i
 
 /** The text up to its MAX_DATE_SHAPES + 1st date shape (DATE_HINT), or all of it. */
 function firstDateShapes (text: string): string {
