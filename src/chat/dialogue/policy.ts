@@ -367,7 +367,10 @@ export class DialoguePolicy {
     // (Not in a request about the account, read in the message or active, where what happened to an item means nothing:
     // "can i just delete the work one, i dont need it" is no change of mind about an item.)
     const accountMatter = ACCOUNT_INTENTS.has(understanding.intent) || (topicIntent !== undefined && ACCOUNT_INTENTS.has(topicIntent) && understanding.status !== 'understood')
-    const situationRequest = message.situation === undefined || accountMatter ? undefined : this.#pack.slots.situation_requests[message.situation]
+    // (Nor in a message that names a payment method: "and paypal? i dont really like putting my card in" says nothing
+    // of an item.)
+    const paymentMatter = (reading.slots?.paymentMethods?.length ?? 0) > 0
+    const situationRequest = message.situation === undefined || accountMatter || paymentMatter ? undefined : this.#pack.slots.situation_requests[message.situation]
     const received = message.situation !== undefined && this.#beforeDelivery.has(intent) && ITEM_IN_HAND.has(message.situation)
     if (refundWanted) {
       intent = 'get_refund'
