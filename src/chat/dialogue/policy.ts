@@ -291,7 +291,9 @@ export class DialoguePolicy {
     const refundWanted = message.preference === 'prefers_refund' &&
       ((message.situation === 'missing_item' && (cues.has('wish') || refundAsked)) || (PARCEL_SITUATIONS.has(message.situation ?? '') && refundAsked))
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
-    const slotValue = request !== undefined && !refundWanted && (message.account !== undefined || message.preference !== undefined) &&
+    // (Not what the customer says they will do, with goodbye: "ok ill do the swap, bye".)
+    const leaving = cues.has('own_plan') && cues.has('goodbye')
+    const slotValue = request !== undefined && !refundWanted && !leaving && (message.account !== undefined || message.preference !== undefined) &&
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) ||
         // …or told in more words, asking nothing, during an account request, which the model reads as one of the
         // account too ("i dont remember ever signing up tho" after the e-mail was said to be taken; not "also i dont
@@ -1264,8 +1266,9 @@ function courtesyOf (understanding: Understanding, message: MessageSlots, text: 
   const noted = isAcknowledgement(message, understanding)
   const courteous = cues.has('thanks') || cues.has('goodbye') || noted
   // A step reported done names the request it did ("done, password changed"): that asks nothing.
-  // Nor does what the customer says they will do, with thanks ("ok I'll just send it back when it comes. thanks").
-  const asks = message.asks && !((cues.has('done') || (cues.has('own_plan') && cues.has('thanks'))) && !text.includes('?'))
+  // Nor does what the customer says they will do, with thanks or goodbye ("ok I'll just send it back when it comes.
+  // thanks", "ok ill do the swap, bye").
+  const asks = message.asks && !((cues.has('done') || (cues.has('own_plan') && (cues.has('thanks') || cues.has('goodbye')))) && !text.includes('?'))
   if (!social && !(courteous && !asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
   // Taking note with no goodbye word ("right, good to know") leaves the conversation open.
   // The model's goodbye for a message that says thanks and no goodbye word is a guess ("ok I'll wait till monday. thanks").
