@@ -126,6 +126,8 @@ const SURE_ANSWER = 0.9
 const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
+/** Words that leave an aside for the request: "anyway, where is it now". */
+const BACK_TO_TOPIC = /^\W*(?:ok(?:ay)?\W+|so\W+)?(?:any ?ways?|anyhow|back to)\b/i
 /** What happened that has a time limit of its own, not the return window's. */
 const OWN_TIME_LIMIT: ReadonlySet<string> = new Set(['missing_item'])
 /** Words that name a parcel or an order, not a refund. */
@@ -350,7 +352,9 @@ export class DialoguePolicy {
     const answers = main === undefined ? reading.answers : main.answers
 
     // Right after an off-topic question, a follow-up is read as continuing it ("and how long do I bake it?").
-    const inTopic = this.#inTopic(own, state.previousIntent === OUT_OF_SCOPE ? OUT_OF_SCOPE : state.topic?.intent, state.topic?.aside)
+    // ("anyway where is it right now" goes back to the request.)
+    const afterAside = state.previousIntent === OUT_OF_SCOPE && !BACK_TO_TOPIC.test(reading.text ?? '')
+    const inTopic = this.#inTopic(own, afterAside ? OUT_OF_SCOPE : state.topic?.intent, state.topic?.aside)
     if (inTopic.status !== 'understood') {
       const rescued = this.#rescue(turn, own, answers, inTopic.confidence)
       if (rescued !== undefined) return rescued
