@@ -557,7 +557,9 @@ export class DialoguePolicy {
     const asking = timeQuestion ? 'time' : priceQuestion ? 'price' : undefined
     if (asking !== undefined && topic !== undefined && intent !== topic.intent && intent !== topic.aside && this.#followUps.get(topic.intent)?.has(intent) !== true) {
       const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
-      if (choice?.answer?.intents.some((name) => current.has(name)) !== true && answers.namesNothingBut(current, intent, asking)) {
+      // (Or one of its answers, but only among all the selector's, as likely as any: "until when I can do it?".)
+      const weak = choice === undefined || choice.confidence < this.#answerThreshold
+      if ((weak || choice?.answer?.intents.some((name) => current.has(name)) !== true) && answers.namesNothingBut(current, intent, asking)) {
         const inTopic = asking === 'time' ? answers.bestAmong(current) : this.#pricedAmong(current, answers)
         if (inTopic?.answer !== undefined) choice = inTopic
       }
