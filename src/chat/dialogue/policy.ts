@@ -128,6 +128,15 @@ const WITHIN_SURE = 0.8
 const CERTAIN_ANSWER = 0.98
 /** Words that leave an aside for the request: "anyway, where is it now". */
 const BACK_TO_TOPIC = /^\W*(?:ok(?:ay)?\W+|so\W+)?(?:any ?ways?|anyhow|back to)\b/i
+/** The pack's rule for what happened to an item or a parcel. */
+const SITUATION_FACTS: Readonly<Record<string, string>> = {
+  missing_item: 'missing_items',
+  defective_item: 'defective_items',
+  broke_in_use: 'defective_items',
+  late_delivery: 'late_deliveries',
+  lost_parcel: 'late_deliveries'
+}
+const SITUATION_FACT_NAMES: ReadonlySet<string> = new Set(Object.values(SITUATION_FACTS))
 /** What happened that has a time limit of its own, not the return window's. */
 const OWN_TIME_LIMIT: ReadonlySet<string> = new Set(['missing_item'])
 /** Words that name a parcel or an order, not a refund. */
@@ -279,7 +288,8 @@ export class DialoguePolicy {
     // A correction of the order number in a few words and no question ("sorry, the order is 52209 not 52290, typo")
     // is the correction, whatever request the model reads in the words around it.
     const correctsOrder = newOrder && state.facts['order_id'] !== undefined && request !== undefined && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && unasked
-    const forAnother = correctsOrder || (orderId !== undefined && (cues.has('another') || cues.has('correction')) && !asksOther &&
+    // (With no request active, there is none to repeat: "could you send me another one" asks for a replacement.)
+    const forAnother = correctsOrder || (orderId !== undefined && request !== undefined && (cues.has('another') || cues.has('correction')) && !asksOther &&
       (message.contentWords <= MAX_VALUE_WORDS || understanding.status !== 'understood' || understanding.confidence < CLAUSE_CONFIDENCE))
     // One that says why in a few more words and asks nothing is the correction, whatever the model makes of the
     // words of why ("looked at the receipt again, it was the 18th not the 25th").
@@ -516,7 +526,7 @@ export class DialoguePolicy {
         return decision
       }
       const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
-      if (choice !== undefined) return this.#answer(turn, choice, confidence, situation)
+      if (choice !== undefined && !this.#aboutOtherSituation(choice.answer, turn.message.situation)) return this.#answer(turn, choice, confidence, situation)
     }
     return this.#act(turn, intent, situation, confidence)
   }
@@ -1089,6 +1099,16 @@ export class DialoguePolicy {
       understanding.confidence >= CLEARLY_OTHER && this.#answeredLately(state, understanding.intent)) return understanding.intent
     const last = state.previousIntent
     return last !== undefined && isSupportIntent(last) && this.#sameMatter(last, topic) ? last : topic.intent
+  }
+
+  /**
+   * Whether an answer states the rule of another situation than the one the message tells ("could you send me another
+   * one or refund me" of a smashed vase is no missing item, whatever its words share with that answer).
+   */
+  #aboutOtherSituation (answer: DomainAnswer, situation: string | undefined): boolean {
+    const own = situation === undefined ? undefined : SITUATION_FACTS[situation]
+    if (own === undefined) return false
+    return answer.states.some((fact) => SITUATION_FACT_NAMES.has(fact) && fact !== own) && !answer.states.includes(own)
   }
 
   /** Whether one of the last replies was `intent`'s own, or an answer whose home it is. */
