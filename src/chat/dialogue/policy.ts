@@ -387,11 +387,12 @@ export class DialoguePolicy {
     // of an item.)
     const paymentMatter = (reading.slots?.paymentMethods?.length ?? 0) > 0
     const situationRequest = message.situation === undefined || accountMatter || paymentMatter ? undefined : this.#pack.slots.situation_requests[message.situation]
-    const received = message.situation !== undefined && this.#beforeDelivery.has(intent) && ITEM_IN_HAND.has(message.situation)
+    // (Nor where a parcel is, for an item in hand: "when the parcel arrived yesterday the lid was cracked".)
+    const received = message.situation !== undefined && (this.#beforeDelivery.has(intent) || intent === 'track_order') && ITEM_IN_HAND.has(message.situation)
     if (refundWanted) {
       intent = 'get_refund'
       situation = undefined
-    } else if (situationRequest !== undefined && intent !== situationRequest && !this.#sameFamily(intent, situationRequest) && (confidence < CLEARLY_OTHER || received)) {
+    } else if (situationRequest !== undefined && intent !== situationRequest && (!this.#sameFamily(intent, situationRequest) || received) && (confidence < CLEARLY_OTHER || received)) {
       intent = situationRequest
       situation = undefined
     }
