@@ -1185,7 +1185,9 @@ export class DialoguePolicy {
     // (A date just given answers with the return window first, unless what happened has a time limit of its own: a
     // missing part is reported within days of delivery, whenever it was bought.)
     const ownLimit = slots.situation !== undefined && OWN_TIME_LIMIT.has(slots.situation)
-    const ordered = turn.newDate && !ownLimit ? [...window, ...described] : [...described, ...window]
+    // (Nor, well inside the window, what happened to an item, told with the date: its reply says what to do.)
+    const toldNow = turn.message.situation !== undefined && ITEM_IN_HAND.has(turn.message.situation) && window[0] === 'inside_window'
+    const ordered = turn.newDate && !ownLimit && !toldNow ? [...window, ...described] : [...described, ...window]
     return [...ordered, 'default'].filter((situation, i, all) => replies[situation] !== undefined && all.indexOf(situation) === i)
   }
 
