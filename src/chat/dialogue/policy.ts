@@ -126,6 +126,8 @@ const SURE_ANSWER = 0.9
 const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
+/** How sure the model must be of a goodbye said with words that also take note ("lovely"). */
+const SURE_GOODBYE = 0.9
 /** Words that leave an aside for the request: "anyway, where is it now". */
 const BACK_TO_TOPIC = /^\W*(?:ok(?:ay)?\W+|so\W+)?(?:any ?ways?|anyhow|back to)\b/i
 /** The pack's rule for what happened to an item or a parcel. */
@@ -1301,6 +1303,8 @@ function courtesyOf (understanding: Understanding, message: MessageSlots, text: 
   if (!social && !(courteous && !asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
   // Taking note with no goodbye word ("right, good to know") leaves the conversation open.
   // The model's goodbye for a message that says thanks and no goodbye word is a guess ("ok I'll wait till monday. thanks").
-  if (cues.has('goodbye') || (understanding.intent === 'goodbye' && !noted && !cues.has('thanks'))) return 'goodbye'
+  // (Unless the model is sure of it: "have a lovely weekend!" takes no note, whatever "lovely" says elsewhere.)
+  const sureGoodbye = understanding.intent === 'goodbye' && understanding.confidence >= SURE_GOODBYE
+  if (cues.has('goodbye') || (understanding.intent === 'goodbye' && (!noted || sureGoodbye) && !cues.has('thanks'))) return 'goodbye'
   return 'thanks'
 }
