@@ -344,7 +344,10 @@ export class DialoguePolicy {
     // unless the model is sure of a request in it; a purchase told with its date asks for nothing, however sure the
     // model, unless the pack has an answer for it ("ordered 10 min ago and forgot the flat number").
     const surest = reading.answers?.top()
-    const answered = surest?.answer !== undefined && surest.confidence >= this.#answerThreshold
+    // (Or its words are a plain request the model is sure of: "just placed an order 5 min ago and put 12 elm street
+    // instead of 21".)
+    const answered = surest !== undefined && surest.confidence >= this.#answerThreshold &&
+      (surest.answer !== undefined || (understanding.status === 'understood' && understanding.confidence >= CLEAR_REQUEST))
     if (reading.slots !== undefined && !message.asks && message.situation === undefined && !understanding.angry && newDate &&
       ((cues.has('purchase') && !answered) || understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
       if (request !== undefined) return this.#continue(turn, request)
