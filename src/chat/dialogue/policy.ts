@@ -298,12 +298,12 @@ export class DialoguePolicy {
     const correctsDate = newDate && cues.has('correction') &&
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) || (correctsKnown && message.contentWords <= MAX_CORRECTION_WORDS && unasked))
     // "only 2 of the 3 mugs were in the box. i want my money back for the missing one", "the charger is missing from
-    // the box?? can i get a refund for it": the refund asked for.
+    // the box?? can i get a refund for it": the refund asked for (for a missing part, wished or asked about).
     // (So too for a late or lost parcel, when a clause asks for the refund to be done: "its over a week late now.
     // honestly just refund me", not "could you tell me where it is, and whether I will be reimbursed?".)
     const refundAsked = reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === 'get_refund') === true
     const refundWanted = message.preference === 'prefers_refund' &&
-      ((message.situation === 'missing_item' && (cues.has('wish') || refundAsked)) || (PARCEL_SITUATIONS.has(message.situation ?? '') && refundAsked))
+      ((message.situation === 'missing_item' && (cues.has('wish') || refundAsked || message.asks)) || (PARCEL_SITUATIONS.has(message.situation ?? '') && refundAsked))
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     // (Not what the customer says they will do, with goodbye: "ok ill do the swap, bye".)
     const leaving = cues.has('own_plan') && cues.has('goodbye')
