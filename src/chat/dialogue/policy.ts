@@ -126,6 +126,11 @@ const SURE_ANSWER = 0.9
 const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
+/**
+ * How sure the model must be that a short question naming nothing of its own is off topic, for it not to be about the
+ * active request ("what do you need from me", "how long is it even meant to take" read 0.86–0.89 off topic).
+ */
+const VAGUE_OFF_TOPIC = 0.9
 /** How sure the model must be of a goodbye said with words that also take note ("lovely"). */
 const SURE_GOODBYE = 0.9
 /** Words that leave an aside for the request: "anyway, where is it now". */
@@ -642,7 +647,7 @@ export class DialoguePolicy {
   #vagueQuestion (turn: Turn, understanding: Understanding, answers: AnswerRanking): boolean {
     const { message, state } = turn
     if (!message.asks || message.contentWords > MAX_VAGUE_WORDS || state.previousIntent === OUT_OF_SCOPE || message.situation !== undefined) return false
-    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= CLEARLY_OTHER)) return false
+    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= VAGUE_OFF_TOPIC)) return false
     const top = answers.top()
     return top === undefined || top.confidence < RESCUE_CONFIDENCE
   }
@@ -654,7 +659,7 @@ export class DialoguePolicy {
   #vagueTimeQuestion (turn: Turn, understanding: Understanding, answers: AnswerRanking, topic: Topic): AnswerChoice | undefined {
     const { message, state } = turn
     if (!message.cues.has('time') || !message.asks || message.contentWords > MAX_VALUE_WORDS || state.previousIntent === OUT_OF_SCOPE) return undefined
-    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= CLEARLY_OTHER)) return undefined
+    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= VAGUE_OFF_TOPIC)) return undefined
     const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
     if (!answers.namesNothingBut(current)) return undefined
     const best = answers.bestAmong(current)
