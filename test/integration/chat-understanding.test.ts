@@ -89,6 +89,7 @@ describe('entities in a message', () => {
     ['I ordered on 2026-03-14, order 5512', { date: '2026-03-14', dateIsPurchase: true, orderId: '5512' }],
     ['it arrived broken, see photo from March 3, 2026', { date: '2026-03-03', dateIsPurchase: false }],
     ['shows delivered yesterday but it is not here, bought it on 2026-11-10', { date: '2026-11-10', dateIsPurchase: true }],
+    ['Order number: A-10387\nOrder date: November 17, 2026\nI want to return this', { date: '2026-11-17', dateIsPurchase: true, orderId: 'A-10387' }],
     ['call me on 800 555 0100', {}],
     ['I paid $49.99 in 2025', {}],
     ['2026-02-30 is not a day', {}]

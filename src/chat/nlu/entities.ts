@@ -195,9 +195,9 @@ export function replaceEntities (text: string, spans: readonly EntitySpan[], pla
 }
 
 const SENTENCE_END = /[.!?;]/
-const PURCHASE_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|paid|got|received|delivered|arrived|came)\b/i
+const PURCHASE_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|paid|got|received|delivered|arrived|came|order date)\b/i
 /** The words that say the customer bought it, not that it came: of two dates, the one they stand by is the purchase. */
-const BUYING_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|paid)\b/i
+const BUYING_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|paid|order date)\b/i
 
 /** Entities in a customer's message; `spans` are its recognised entities when the caller has them already. */
 export function extractEntities (message: string, spans: readonly EntitySpan[] = recogniseEntities(message)): MessageEntities {
