@@ -537,7 +537,9 @@ export class DialoguePolicy {
         return decision
       }
       const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
-      if (choice !== undefined && !this.#aboutOtherSituation(choice.answer, turn.message.situation)) return this.#answer(turn, choice, confidence, situation)
+      if (choice !== undefined && !this.#aboutOtherSituation(choice.answer, turn.message.situation) && !this.#toldSituationReply(turn, intent, choice.answer)) {
+        return this.#answer(turn, choice, confidence, situation)
+      }
     }
     return this.#act(turn, intent, situation, confidence)
   }
@@ -1120,6 +1122,18 @@ export class DialoguePolicy {
     const own = situation === undefined ? undefined : SITUATION_FACTS[situation]
     if (own === undefined) return false
     return answer.states.some((fact) => SITUATION_FACT_NAMES.has(fact) && fact !== own) && !answer.states.includes(own)
+  }
+
+  /**
+   * Whether a request told with what happened to an item, asking no question, is better answered by the request's own
+   * reply for that than by a rule's answer with nothing to say of it ("i want to return a dress it doesnt fit" is no change of mind,
+   * whatever its words share with that answer).
+   */
+  #toldSituationReply (turn: Turn, intent: IntentName, answer: DomainAnswer): boolean {
+    const situation = turn.message.situation
+    if (situation === undefined || !ITEM_IN_HAND.has(situation) || turn.reading.text?.includes('?') !== false) return false
+    // (An answer of a rule, that is; one of the request itself, "it arrived smashed, again", says more.)
+    return this.#questions.has(answer.intents[0]!) && answer.replies[situation] === undefined && this.#pack.intents[intent].replies[situation] !== undefined
   }
 
   /** Whether one of the last replies was `intent`'s own, or an answer whose home it is. */
