@@ -145,6 +145,8 @@ const WORD_RUN = /[a-z0-9]+/g
 const CONTACT_INTENTS: ReadonlySet<string> = new Set(['contact_customer_service', 'contact_human_agent'])
 /** Requests that wait for a new address. */
 const ADDRESS_INTENTS: ReadonlySet<string> = new Set(['change_shipping_address', 'set_up_shipping_address'])
+/** The requests a question about a payment method named is in. */
+const PAYMENT_QUESTIONS: ReadonlySet<IntentName> = new Set(['check_payment_methods', 'place_order', 'payment_issue'])
 const STREET_WORDS: ReadonlySet<string> = new Set([
   'street', 'st', 'road', 'rd', 'lane', 'ln', 'avenue', 'ave', 'drive', 'dr', 'close', 'way', 'court', 'ct', 'crescent',
   'boulevard', 'blvd', 'place', 'pl', 'terrace', 'square', 'sq', 'highway', 'hwy', 'parkway', 'row', 'gardens', 'grove'
@@ -1120,11 +1122,15 @@ export class DialoguePolicy {
 
   /** The payment methods of the pack's list the customer named, as words of a reply, if a payment question is in question. */
   #paymentMethod (understanding: Understanding, reading: MessageReading): string | undefined {
-    const ranked = reading.answers?.best(new Set(['check_payment_methods', 'place_order', 'payment_issue']))
-    if (understanding.intent !== 'check_payment_methods' && (ranked === undefined || ranked.confidence < this.#answerThreshold)) return undefined
+    // Most messages name no method: then there is nothing to rank.
     const methods = reading.slots?.paymentMethods
+    if (methods === undefined) return undefined
+    if (understanding.intent !== 'check_payment_methods') {
+      const ranked = reading.answers?.best(PAYMENT_QUESTIONS)
+      if (ranked === undefined || ranked.confidence < this.#answerThreshold) return undefined
+    }
     // "paypal or amex?": both, as a person would answer.
-    return methods === undefined ? undefined : methods.length === 1 ? methods[0] : `${methods.slice(0, -1).join(', ')} and ${methods.at(-1)!}`
+    return methods.length === 1 ? methods[0] : `${methods.slice(0, -1).join(', ')} and ${methods.at(-1)!}`
   }
 }
 
