@@ -151,8 +151,8 @@ export class ChatService {
    * and cues, and — when it may make several requests — each clause's own reading.
    */
   read (message: string, today: string): MessageRead {
-    const understanding = this.understander.understand(message, today)
     const { words, stems } = readWords(message)
+    const understanding = this.understander.understand(message, today, words)
     const reading: MessageReading = { text: message, answers: this.answers.rank(stems, questionStems(message)), slots: this.slots.read(stems, message, words) }
     const clauses = this.#clauses(message, understanding, today)
     if (clauses !== undefined) reading.clauses = clauses
@@ -182,7 +182,7 @@ export class ChatService {
       const { words, stems } = readWords(clause)
       const slots = this.slots.read(stems, clause, words)
       return {
-        understanding: this.understander.understand(clause, today),
+        understanding: this.understander.understand(clause, today, words),
         answers: this.answers.rank(stems),
         asks: slots.asks || slots.situation !== undefined,
         wants: asksToDo(clause, slots)
