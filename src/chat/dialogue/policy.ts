@@ -427,15 +427,8 @@ export class DialoguePolicy {
     const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
     // Unless the customer says whom they want instead ("that didn't work, give me your phone number").
     const asksForContact = own.status === 'understood' && CONTACT_INTENTS.has(own.intent) && own.confidence >= PROBABLY_OTHER
-    // Nor when it clearly asks a question of another matter, whose words only sound like it ("how do I change the
-    // name? it still shows my old one").
-    // Nor when it is a new problem of the matter, which the model and the selector are both sure of ("it keeps saying
-    // email already in use?? i never signed up" after how to open an account): that problem's answer.
-    const ownAnswer = answers?.best(new Set([own.intent]))
-    const newProblem = ownAnswer?.answer !== undefined && ownAnswer.confidence >= SURE_ANSWER && own.intent !== topic?.intent
-    const asksElse = reading.text?.includes('?') === true && own.status === 'understood' && isSupportIntent(own.intent) && own.confidence >= CLEARLY_OTHER && topic !== undefined &&
-      (!this.#sameMatter(own.intent, topic) || newProblem)
-    if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && !asksElse && (this.#sameMatter(intent, topic) || justAnswered)) {
+    if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && (this.#sameMatter(intent, topic) || justAnswered) &&
+      !this.#asksElse(own, topic, reading.text, answers)) {
       return this.#notHelped(turn, this.#helpedMatter(state, topic))
     }
     if (asksForContact && cues.has('not_helped')) {
@@ -1057,6 +1050,19 @@ export class DialoguePolicy {
   /** Whether two requests are one or follow up each other. */
   #sameFamily (a: IntentName, b: IntentName): boolean {
     return a === b || this.#followUps.get(a)?.has(b) === true || this.#followUps.get(b)?.has(a) === true
+  }
+
+  /**
+   * Whether a message said not to have helped clearly asks a question of another matter, whose words only sound like
+   * the active one ("how do I change the name? it still shows my old one"); or is a new problem of the matter, which
+   * the model and the selector are both sure of ("it keeps saying email already in use?? i never signed up" after how
+   * to open an account): that problem's answer.
+   */
+  #asksElse (own: Understanding, topic: Topic, text: string | undefined, answers: AnswerRanking | undefined): boolean {
+    if (text?.includes('?') !== true || own.status !== 'understood' || !isSupportIntent(own.intent) || !(own.confidence >= CLEARLY_OTHER)) return false
+    if (!this.#sameMatter(own.intent, topic)) return true
+    const ownAnswer = answers?.best(new Set([own.intent]))
+    return ownAnswer?.answer !== undefined && ownAnswer.confidence >= SURE_ANSWER && own.intent !== topic.intent
   }
 
   /** Whether `intent` is about the same matter as the active request (itself, a follow-up, a question in it). */
