@@ -151,8 +151,8 @@ export class ChatService {
    * and cues, and — when it may make several requests — each clause's own reading.
    */
   read (message: string, today: string): MessageRead {
-    const understanding = this.understander.understand(message, today)
     const { words, stems } = readWords(message)
+    const understanding = this.understander.understand(message, today, words)
     const reading: MessageReading = { text: message, answers: this.answers.rank(stems, questionStems(message)), slots: this.slots.read(stems, message, words) }
     const clauses = this.#clauses(message, understanding, today)
     if (clauses !== undefined) reading.clauses = clauses
@@ -166,12 +166,15 @@ export class ChatService {
   #clauses (message: string, understanding: Understanding, today: string): ClauseReading[] | undefined {
     const second = understanding.candidates[1]
     const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && SUPPORT.has(second.intent)
-    const sentences = message.split(SENTENCE_BREAK).filter((sentence) => /[a-z]/i.test(sentence)).length
-    const several = likely || ANOTHER_REQUEST.test(message) || (AND_QUESTION.test(message) && sentences <= MAX_AND_SENTENCES)
+    const andQuestion = AND_QUESTION.test(message)
+    const asking = message.includes('?')
+    // Only an and-question or a question mark needs the sentences counted (most messages have neither).
+    const sentences = andQuestion || asking ? sentenceCount(message) : 0
+    const several = likely || ANOTHER_REQUEST.test(message) || (andQuestion && sentences <= MAX_AND_SENTENCES)
     // (A question asked in a sentence of its own beside another that asks for something to be done, "i'd like to
     // cancel it please. is there a charge?", is a second request whatever the model makes of the whole; beside one
     // that tells something, "i dont need the work one anymore. how do i close it?", it is not.)
-    const asksApart = sentences >= 2 && sentences <= MAX_AND_SENTENCES && message.includes('?')
+    const asksApart = asking && sentences >= 2 && sentences <= MAX_AND_SENTENCES
     if (!several && !asksApart) return undefined
     const clauses = splitClauses(message)
     if (clauses.length < 2 || clauses.length > MAX_CLAUSES) return undefined
@@ -179,7 +182,7 @@ export class ChatService {
       const { words, stems } = readWords(clause)
       const slots = this.slots.read(stems, clause, words)
       return {
-        understanding: this.understander.understand(clause, today),
+        understanding: this.understander.understand(clause, today, words),
         answers: this.answers.rank(stems),
         asks: slots.asks || slots.situation !== undefined,
         wants: asksToDo(clause, slots)
@@ -265,6 +268,15 @@ function owns (conversation: Conversation, ownerKey: string, userId: string): bo
 function newConversation (ownerKey: string, userId: string, timestamp: string): Conversation {
   return { id: randomUUID(), ownerKey, userId, createdAt: timestamp, updatedAt: timestamp, facts: {}, misunderstoodInARow: 0, turns: [] }
 }
+
+/** The sentences of a message that have a letter. */
+function sentenceCount (message: string): number {
+  let count = 0
+  for (const sentence of message.split(SENTENCE_BREAK)) if (LETTER.test(sentence)) count++
+  return count
+}
+
+const LETTER = /[a-z]/i
 
 /**
  * The stems of the sentences that ask, when the message also tells something in sentences of its own ("I typed it

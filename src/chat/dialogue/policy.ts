@@ -167,6 +167,8 @@ const WORD_RUN = /[a-z0-9]+/g
 const CONTACT_INTENTS: ReadonlySet<string> = new Set(['contact_customer_service', 'contact_human_agent'])
 /** Requests that wait for a new address. */
 const ADDRESS_INTENTS: ReadonlySet<string> = new Set(['change_shipping_address', 'set_up_shipping_address'])
+/** The requests a question about a payment method named is in. */
+const PAYMENT_QUESTIONS: ReadonlySet<IntentName> = new Set(['check_payment_methods', 'place_order', 'payment_issue'])
 const STREET_WORDS: ReadonlySet<string> = new Set([
   'street', 'st', 'road', 'rd', 'lane', 'ln', 'avenue', 'ave', 'drive', 'dr', 'close', 'way', 'court', 'ct', 'crescent',
   'boulevard', 'blvd', 'place', 'pl', 'terrace', 'square', 'sq', 'highway', 'hwy', 'parkway', 'row', 'gardens', 'grove'
@@ -467,18 +469,8 @@ export class DialoguePolicy {
     const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
     // Unless the customer says whom they want instead ("that didn't work, give me your phone number").
     const asksForContact = own.status === 'understood' && CONTACT_INTENTS.has(own.intent) && own.confidence >= PROBABLY_OTHER
-    // Nor when it clearly asks a question of another matter, whose words only sound like it ("how do I change the
-    // name? it still shows my old one").
-    // Nor when it is a new problem of the matter, which the model and the selector are both sure of ("it keeps saying
-    // email already in use?? i never signed up" after how to open an account): that problem's answer.
-    const ownAnswer = answers?.best(new Set([own.intent]))
-    const newProblem = ownAnswer?.answer !== undefined && ownAnswer.confidence >= SURE_ANSWER && own.intent !== topic?.intent
-    const asksElse = reading.text?.includes('?') === true && own.status === 'understood' && isSupportIntent(own.intent) && own.confidence >= CLEARLY_OTHER && topic !== undefined &&
-      (!this.#sameMatter(own.intent, topic) || newProblem)
-    // Nor, asked or told, a problem of another matter both are sure of ("also my discount code didnt work" while adding
-    // an item to an order).
-    const otherProblem = newProblem && own.status === 'understood' && own.confidence >= CLEARLY_OTHER && topic !== undefined && !this.#sameMatter(own.intent, topic)
-    if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && !asksElse && !otherProblem && (this.#sameMatter(intent, topic) || justAnswered)) {
+    if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && (this.#sameMatter(intent, topic) || justAnswered) &&
+      !this.#asksElse(own, topic, reading.text, answers)) {
       return this.#notHelped(turn, this.#helpedMatter(state, topic, understanding))
     }
     if (asksForContact && cues.has('not_helped')) {
@@ -1149,6 +1141,23 @@ export class DialoguePolicy {
     return a === b || this.#followUps.get(a)?.has(b) === true || this.#followUps.get(b)?.has(a) === true
   }
 
+  /**
+   * Whether a message said not to have helped clearly asks a question of another matter, whose words only sound like
+   * the active one ("how do I change the name? it still shows my old one"); or is a new problem which the model and the
+   * selector are both sure of, asked in the matter ("it keeps saying email already in use?? i never signed up" after
+   * how to open an account), or asked or told in another ("also my discount code didnt work" while adding an item to
+   * an order): that problem's answer.
+   */
+  #asksElse (own: Understanding, topic: Topic, text: string | undefined, answers: AnswerRanking | undefined): boolean {
+    if (own.status !== 'understood' || !isSupportIntent(own.intent) || !(own.confidence >= CLEARLY_OTHER)) return false
+    const asked = text?.includes('?') === true
+    const sameMatter = this.#sameMatter(own.intent, topic)
+    if (asked && !sameMatter) return true
+    if (!asked && sameMatter) return false
+    const ownAnswer = answers?.best(new Set([own.intent]))
+    return ownAnswer?.answer !== undefined && ownAnswer.confidence >= SURE_ANSWER && own.intent !== topic.intent
+  }
+
   /** Whether `intent` is about the same matter as the active request (itself, a follow-up, a question in it). */
   #sameMatter (intent: IntentName, topic: Topic): boolean {
     return intent === topic.intent || intent === topic.aside || this.#followUps.get(topic.intent)?.has(intent) === true
@@ -1217,11 +1226,15 @@ export class DialoguePolicy {
 
   /** The payment methods of the pack's list the customer named, as words of a reply, if a payment question is in question. */
   #paymentMethod (understanding: Understanding, reading: MessageReading): string | undefined {
-    const ranked = reading.answers?.best(new Set(['check_payment_methods', 'place_order', 'payment_issue']))
-    if (understanding.intent !== 'check_payment_methods' && (ranked === undefined || ranked.confidence < this.#answerThreshold)) return undefined
+    // Most messages name no method: then there is nothing to rank.
     const methods = reading.slots?.paymentMethods
+    if (methods === undefined) return undefined
+    if (understanding.intent !== 'check_payment_methods') {
+      const ranked = reading.answers?.best(PAYMENT_QUESTIONS)
+      if (ranked === undefined || ranked.confidence < this.#answerThreshold) return undefined
+    }
     // "paypal or amex?": both, as a person would answer.
-    return methods === undefined ? undefined : methods.length === 1 ? methods[0] : `${methods.slice(0, -1).join(', ')} and ${methods.at(-1)!}`
+    return methods.length === 1 ? methods[0] : `${methods.slice(0, -1).join(', ')} and ${methods.at(-1)!}`
   }
 }
 

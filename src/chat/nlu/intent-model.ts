@@ -73,6 +73,11 @@ export class IntentModel {
     return this.#reader.words(text, spans)
   }
 
+  /** The words the model reads in a text whose tokens (wordsOf, text.ts) the caller has already read. */
+  wordsOfTokens (tokens: readonly string[]): string[] {
+    return this.#reader.wordsOfTokens(tokens)
+  }
+
   /** Class probabilities for words from `words()`. */
   score (words: readonly string[]): ModelScore {
     return this.#scorer.score(words)

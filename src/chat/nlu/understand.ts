@@ -90,10 +90,14 @@ export class Understander {
     this.#swearWords = wholeWords(settings.swear_words)
   }
 
-  /** What `message` says; `today` (YYYY-MM-DD, UTC) resolves dates such as "yesterday" and "the 8th". */
-  understand (message: string, today?: string): Understanding {
+  /**
+   * What `message` says; `today` (YYYY-MM-DD, UTC) resolves dates such as "yesterday" and "the 8th". `tokens`: the
+   * message's words as wordsOf reads them with no entities, when the caller has them already (readWords); they are
+   * the model's tokens too unless the message has entities.
+   */
+  understand (message: string, today?: string, tokens?: readonly string[]): Understanding {
     const spans = recogniseEntities(message, today)
-    const words = this.model.words(message, spans)
+    const words = tokens !== undefined && spans.length === 0 ? this.model.wordsOfTokens(tokens) : this.model.words(message, spans)
     let reading = this.#read(words)
     // A courtesy with a request ("thanks! and where is my parcel?") is the request.
     if (SOCIAL.has(reading.intent)) reading = this.#requestBesideCourtesy(message, today) ?? reading

@@ -37,8 +37,13 @@ export class WordReader {
 
   /** The words of `text`; `spans` are its entities when the caller has already found them. */
   words (text: string, spans?: readonly EntitySpan[]): string[] {
+    return this.wordsOfTokens(wordsOf(text, spans))
+  }
+
+  /** The words of a text whose tokens (wordsOf) the caller has already read; `tokens` is left as it is. */
+  wordsOfTokens (tokens: readonly string[]): string[] {
     const corrected: string[] = []
-    for (const token of wordsOf(text, spans)) this.#corrector.appendCorrected(token, corrected)
+    for (const token of tokens) this.#corrector.appendCorrected(token, corrected)
     return this.#applySynonyms(corrected)
   }
 
