@@ -131,6 +131,8 @@ const CERTAIN_ANSWER = 0.98
  * active request ("what do you need from me", "how long is it even meant to take" read 0.86–0.89 off topic).
  */
 const VAGUE_OFF_TOPIC = 0.9
+/** A question asked without its mark, at a clause's start: "wrong colour for me, can i trade it for the black one". */
+const CLAUSE_QUESTION = /(?:^|[,.;:!]\s*)(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
 /** How sure the model must be of a goodbye said with words that also take note ("lovely"). */
 const SURE_GOODBYE = 0.9
 /** Words that leave an aside for the request: "anyway, where is it now". */
@@ -1123,7 +1125,8 @@ export class DialoguePolicy {
    */
   #toldSituationReply (turn: Turn, intent: IntentName, answer: DomainAnswer): boolean {
     const situation = turn.message.situation
-    if (situation === undefined || !ITEM_IN_HAND.has(situation) || turn.reading.text?.includes('?') !== false) return false
+    const text = turn.reading.text
+    if (situation === undefined || !ITEM_IN_HAND.has(situation) || text === undefined || text.includes('?') || CLAUSE_QUESTION.test(text)) return false
     // (An answer of a rule, that is; one of the request itself, "it arrived smashed, again", says more.)
     return this.#questions.has(answer.intents[0]!) && answer.replies[situation] === undefined && this.#pack.intents[intent].replies[situation] !== undefined
   }
