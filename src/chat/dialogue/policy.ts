@@ -131,6 +131,8 @@ const CERTAIN_ANSWER = 0.98
  * active request ("what do you need from me", "how long is it even meant to take" read 0.86–0.89 off topic).
  */
 const VAGUE_OFF_TOPIC = 0.9
+/** Asking to be given something: "can i get a refund for that bit", "could we have our money back". */
+const ASKS_TO_GET = /\b(?:can|could|may) (?:i|we) (?:get|have)\b/i
 /** A question asked without its mark, at a clause's start: "wrong colour for me, can i trade it for the black one". */
 const CLAUSE_QUESTION = /(?:^|[,.;:!]\s*)(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
 /** How sure the model must be of a goodbye said with words that also take note ("lovely"). */
@@ -307,12 +309,13 @@ export class DialoguePolicy {
     const correctsDate = newDate && cues.has('correction') &&
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) || (correctsKnown && message.contentWords <= MAX_CORRECTION_WORDS && unasked))
     // "only 2 of the 3 mugs were in the box. i want my money back for the missing one", "the charger is missing from
-    // the box?? can i get a refund for it": the refund asked for (for a missing part, wished or asked about).
+    // the box?? can i get a refund for it": the refund asked for (for a missing part, wished or asked to be had; not
+    // "do I get it sent or refunded?", which asks the rule).
     // (So too for a late or lost parcel, when a clause asks for the refund to be done: "its over a week late now.
     // honestly just refund me", not "could you tell me where it is, and whether I will be reimbursed?".)
     const refundAsked = reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === 'get_refund') === true
     const refundWanted = message.preference === 'prefers_refund' &&
-      ((message.situation === 'missing_item' && (cues.has('wish') || refundAsked || message.asks)) || (PARCEL_SITUATIONS.has(message.situation ?? '') && refundAsked))
+      ((message.situation === 'missing_item' && (cues.has('wish') || refundAsked || ASKS_TO_GET.test(reading.text ?? ''))) || (PARCEL_SITUATIONS.has(message.situation ?? '') && refundAsked))
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     // (Not what the customer says they will do, with goodbye: "ok ill do the swap, bye".)
     const leaving = cues.has('own_plan') && cues.has('goodbye')
