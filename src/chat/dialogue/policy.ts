@@ -134,7 +134,8 @@ const VAGUE_OFF_TOPIC = 0.9
 /** Asking to be given something: "can i get a refund for that bit", "could we have our money back". */
 const ASKS_TO_GET = /\b(?:can|could|may) (?:i|we) (?:get|have)\b/i
 /** A question asked without its mark, at a clause's start: "wrong colour for me, can i trade it for the black one". */
-const CLAUSE_QUESTION = /(?:^|[,.;:!]\s*)(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
+const QUESTION_START = /^\s*(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
+const CLAUSE_BREAK = /[,.;:!]/
 /** How sure the model must be of a goodbye said with words that also take note ("lovely"). */
 const SURE_GOODBYE = 0.9
 /** Words that leave an aside for the request: "anyway, where is it now". */
@@ -1129,7 +1130,7 @@ export class DialoguePolicy {
   #toldSituationReply (turn: Turn, intent: IntentName, answer: DomainAnswer): boolean {
     const situation = turn.message.situation
     const text = turn.reading.text
-    if (situation === undefined || !ITEM_IN_HAND.has(situation) || text === undefined || text.includes('?') || CLAUSE_QUESTION.test(text)) return false
+    if (situation === undefined || !ITEM_IN_HAND.has(situation) || text === undefined || text.includes('?') || text.split(CLAUSE_BREAK).some((clause) => QUESTION_START.test(clause))) return false
     // (An answer of a rule, that is; one of the request itself, "it arrived smashed, again", says more.)
     return this.#questions.has(answer.intents[0]!) && answer.replies[situation] === undefined && this.#pack.intents[intent].replies[situation] !== undefined
   }

@@ -61,9 +61,11 @@ export function findDates (text: string, today: string): MentionedDate[] {
 
 /** "have a lovely weekend": a weekend wished, not one that has been ("last weekend", "at the weekend"). */
 function wishedWeekend (text: string, index: number, found: string): boolean {
-  return found.trim().toLowerCase() === 'weekend' && !WEEKEND_THAT_WAS.test(text.slice(Math.max(0, index - 6), index))
+  if (found.trim().toLowerCase() !== 'weekend') return false
+  const before = text.slice(Math.max(0, index - 8), index)
+  return !WEEKEND_THAT_WAS.has(before.trimEnd().split(/\s/).at(-1)!.toLowerCase())
 }
-const WEEKEND_THAT_WAS = /\b(?:the|last|this|past)\s+$/i
+const WEEKEND_THAT_WAS: ReadonlySet<string> = new Set(['the', 'last', 'this', 'past'])
 
 /** The text up to its MAX_DATE_SHAPES + 1st date shape (DATE_HINT), or all of it. */
 function firstDateShapes (text: string): string {
