@@ -45,3 +45,9 @@ const INTENT_SET: ReadonlySet<string> = new Set(INTENTS)
 export function isIntentName (name: string): name is IntentName {
   return INTENT_SET.has(name)
 }
+
+const SUPPORT_INTENT_SET: ReadonlySet<string> = new Set(SUPPORT_INTENTS)
+
+export function isSupportIntent (name: string): name is SupportIntent {
+  return SUPPORT_INTENT_SET.has(name)
+}

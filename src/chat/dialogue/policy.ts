@@ -1,87 +1,15 @@
 import type { AnswerChoice, AnswerRanking, RankedEntry } from '../answers/selector.ts'
 import { contentWordCount, stemsOf } from '../answers/terms.ts'
 import type { DomainAnswer, DomainPack } from '../domain-pack/schema.ts'
-import { OUT_OF_SCOPE, SOCIAL_INTENTS, SUPPORT_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
+import { isSupportIntent, OUT_OF_SCOPE, SOCIAL_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
 import { MIN_COVERAGE, type Candidate, type Understanding } from '../nlu/understand.ts'
-import type { Conversation, Fact, Topic } from './conversation.ts'
+import type { Fact, Topic } from './conversation.ts'
+import { replyKey, type ClauseReading, type Decision, type DialogueState, type MessageReading, type ReplyPart, type RequestContext } from './decision.ts'
+import { courtesyOf, isFragment, isStreetAddress, isYes, MAX_VALUE_AROUND } from './message-shapes.ts'
 import { returnWindow } from './return-window.ts'
 import { MAX_QUEUED, MAX_RECENT, type MessageSlots, type Slots } from './slots.ts'
 
-/** What the request adds to the conversation besides the message. */
-export type RequestContext = Readonly<Record<string, Fact>>
-
-/** What the conversation knows before the message; the policy reads it and never changes it. */
-export type DialogueState = Pick<Conversation, 'facts' | 'topic' | 'pendingIntent' | 'misunderstoodInARow' | 'slots'> & {
-  /** The intent the assistant answered last. */
-  previousIntent?: IntentName
-  /** What the customer wrote last: the same words again are a repeat, other words after the same reply a push. */
-  previousMessage?: string
-}
-
-/** A clause of a message that makes several requests, read on its own. */
-export interface ClauseReading {
-  understanding: Understanding
-  answers?: AnswerRanking
-  /** It asks or asks for something, or says what went wrong (a statement of its own, not a detail of another). */
-  asks: boolean
-  /** It asks for something to be done ("can I cancel my order", "I'd like to…"), not only about it. */
-  wants?: boolean
-}
-
-/** What else the message says, besides the intent model's understanding of it. */
-export interface MessageReading {
-  /** The message itself. */
-  text?: string
-  /** The answer selector's probabilities for the message. */
-  answers?: AnswerRanking
-  /** The slots it fills and the cues it carries. */
-  slots?: MessageSlots
-  /** When the message makes several requests: each clause's reading, in order. */
-  clauses?: readonly ClauseReading[]
-}
-
-export type FallbackName = keyof DomainPack['fallback']
-
-/**
- * Which templates answer: the intent's reply situations in order of preference (and a fallback when none of them is
- * usable), an answer's situations, or one of the pack's fallbacks.
- */
-export type ReplyChoice =
-  | { kind: 'intent', situations: readonly string[], otherwise?: FallbackName }
-  | { kind: 'answer', id: string, situations: readonly string[] }
-  | { kind: 'fallback', name: FallbackName }
-
-/** A reply that follows the main one: the answer to another request of the message, or what comes next. */
-export interface ReplyPart {
-  intent: IntentName
-  reply: ReplyChoice
-}
-
-/** What the assistant does with one message, and what the conversation knows afterwards. */
-export interface Decision {
-  intent: IntentName
-  confidence: number
-  reply: ReplyChoice
-  /** What follows the reply, in order. */
-  more: ReplyPart[]
-  handoff: boolean
-  /** The answer given (its id and the selector's probability), when the reply is one. */
-  answer?: { id: string, confidence: number }
-  /** Everything the conversation knows after the message. */
-  facts: Record<string, Fact>
-  /** Values for this reply only: the payment method the customer named, the request that comes next. */
-  values: Record<string, string>
-  /** The active request after the message. */
-  topic?: Topic
-  /** The request waiting for its order number, if any. */
-  pendingIntent?: SupportIntent
-  slots: Slots
-  misunderstoodInARow: number
-}
-
-const SUPPORT_INTENT_SET: ReadonlySet<string> = new Set(SUPPORT_INTENTS)
 const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
-const isSupportIntent = (intent: string): intent is SupportIntent => SUPPORT_INTENT_SET.has(intent)
 /** A message with more content words than this is a request of its own, not a value for the active one. */
 const MAX_VALUE_WORDS = 5
 /** How sure the model must be that a message is off topic for no answer to be looked for in it. */
@@ -94,10 +22,6 @@ const MAX_NAMED_WORDS = 2
 const MAX_VAGUE_WORDS = 6
 /** A correction that asks nothing may say why in a few more words ("my bad, checked the e-mail, it was the 26th"). */
 const MAX_CORRECTION_WORDS = 8
-/** An acknowledgement is a few words ("ok got it", "sounds good to me"); a longer message says something more. */
-const MAX_ACKNOWLEDGEMENT_WORDS = 3
-/** A date or order number with at most this many other words that say something is a value given, not a request. */
-const MAX_VALUE_AROUND = 3
 /** How sure the model must be of each clause before a message counts as several requests. */
 const CLAUSE_CONFIDENCE = 0.5
 /**
@@ -136,8 +60,6 @@ const ASKS_TO_GET = /\b(?:can|could|may) (?:i|we) (?:get|have)\b/i
 /** A question asked without its mark, at a clause's start: "wrong colour for me, can i trade it for the black one". */
 const QUESTION_START = /^\s*(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
 const CLAUSE_BREAK = /[,.;:!]/
-/** How sure the model must be of a goodbye said with words that also take note ("lovely"). */
-const SURE_GOODBYE = 0.9
 /** Words that leave an aside for the request: "anyway, where is it now". */
 const BACK_TO_TOPIC = /^\W*(?:ok(?:ay)?\W+|so\W+)?(?:any ?ways?|anyhow|back to)\b/i
 /** The pack's rule for what happened to an item or a parcel. */
@@ -152,33 +74,17 @@ const SITUATION_FACT_NAMES: ReadonlySet<string> = new Set(Object.values(SITUATIO
 /** What happened that has a time limit of its own, not the return window's. */
 const OWN_TIME_LIMIT: ReadonlySet<string> = new Set(['missing_item'])
 /** Words that name a parcel or an order, not a refund. */
+/** A number in the message: something the request may need, that no slot reads. */
+const DIGIT = /\d/
 const PARCEL_WORDS = /\b(?:parcel|package|packet|delivery|delivered|courier|shipment|shipping|tracking|order)\b/i
-const NUMBER = /\d/
 /** The customer names the value they give: "the order number is…", "order no.", "order nr". */
 const ORDER_NUMBER_NAMED = /\border (?:number|no\b|nr\b|#)/i
-/**
- * A follow-up that leaves its question to the last one: "and…", "what about…", "how about…", after a short
- * acknowledgement or in shorthand ("ok n gift cards?", "& express?").
- */
-const ELLIPSIS = /^\s*(?:(?:ok(?:ay)?|k|oh|right|cool|great)[\s,.!]+)?(?:and\b|n\b|&|what about\b|how about\b)/i
-
-/** A follow-up that opens as ELLIPSIS does and names no more than a few things after its opening. */
-function isFragment (text: string): boolean {
-  const opening = ELLIPSIS.exec(text)
-  return opening !== null && contentWordCount(stemsOf(text.slice(opening[0].length))) <= MAX_VALUE_AROUND
-}
-const WORD_RUN = /[a-z0-9]+/g
 /** Asking for the team or a person. */
 const CONTACT_INTENTS: ReadonlySet<string> = new Set(['contact_customer_service', 'contact_human_agent'])
 /** Requests that wait for a new address. */
 const ADDRESS_INTENTS: ReadonlySet<string> = new Set(['change_shipping_address', 'set_up_shipping_address'])
 /** The requests a question about a payment method named is in. */
 const PAYMENT_QUESTIONS: ReadonlySet<IntentName> = new Set(['check_payment_methods', 'place_order', 'payment_issue'])
-const STREET_WORDS: ReadonlySet<string> = new Set([
-  'street', 'st', 'road', 'rd', 'lane', 'ln', 'avenue', 'ave', 'drive', 'dr', 'close', 'way', 'court', 'ct', 'crescent',
-  'boulevard', 'blvd', 'place', 'pl', 'terrace', 'square', 'sq', 'highway', 'hwy', 'parkway', 'row', 'gardens', 'grove'
-])
-const UNIT_WORDS: ReadonlySet<string> = new Set(['apt', 'apartment', 'flat', 'suite', 'unit'])
 const EMPTY_SLOTS: MessageSlots = { cues: new Set(), asks: false, contentWords: 0 }
 const WINDOW_SITUATIONS = ['inside_window', 'window_last_day', 'outside_window', 'future_purchase'] as const
 
@@ -489,7 +395,7 @@ export class DialoguePolicy {
     const decision = this.#answerOrAct(turn, intent, situation, confidence, refundWanted || refundChased ? undefined : answers, own.candidates)
     // The same reply as the last, to other words than last time and no new question: what was said did not help —
     // unless the words give something the request needs that no slot reads (a new address: "it's 14 Elm Street").
-    const gives = NUMBER.test(reading.text ?? '')
+    const gives = DIGIT.test(reading.text ?? '')
     const repeated = topic !== undefined && !newOrder && !newDate && !gives && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
       state.slots?.recent?.at(-1) === decision.slots.recent!.at(-1)
@@ -1266,19 +1172,6 @@ interface Reading {
   status: Understanding['status']
 }
 
-/**
- * What identifies a reply among the last few: the answer, or the intent and its situation, the order and the values
- * the message itself gave it (the payment method named).
- */
-export function replyKey (intent: IntentName, reply: ReplyChoice, facts: Readonly<Record<string, Fact>>, values: Readonly<Record<string, string>> = {}): string {
-  const order = (facts['order_id'] === undefined ? '' : `#${String(facts['order_id'])}`) + Object.values(values).map((value) => `:${value}`).join('')
-  switch (reply.kind) {
-    case 'answer': return `answer:${reply.id}/${reply.situations[0] ?? 'default'}${order}`
-    case 'fallback': return `fallback:${reply.name}`
-    case 'intent': return `intent:${intent}/${reply.situations[0] ?? 'default'}${order}`
-  }
-}
-
 /** The slots kept from one message to the next: what the assistant waited for is answered by this one. */
 function withoutTransient (slots: Slots): Slots {
   const kept: Slots = { ...slots }
@@ -1297,56 +1190,4 @@ function withoutAside (topic: Topic): Topic {
 
 function topicOf (state: DialogueState): { topic?: Topic } {
   return state.topic === undefined ? {} : { topic: state.topic }
-}
-
-/**
- * Whether a message gives a street address: a house number within a few words before a street word ("14 birch
- * lane"), or a flat or unit with its number ("apt 3"). Read on words, in one pass.
- */
-function isStreetAddress (text: string): boolean {
-  const words = text.toLowerCase().match(WORD_RUN) ?? []
-  let lastNumber = -Infinity
-  for (let i = 0; i < words.length; i++) {
-    const word = words[i]!
-    if (NUMBER.test(word)) {
-      if (i > 0 && UNIT_WORDS.has(words[i - 1]!)) return true
-      lastNumber = i
-    } else if (STREET_WORDS.has(word) && i - lastNumber <= 4) return true
-  }
-  return false
-}
-
-/** A short yes ("yes please", "ok", "sure"), not a request of its own. */
-function isYes (message: MessageSlots, understanding: Understanding): boolean {
-  if (!message.cues.has('affirm') || message.cues.has('deny') || message.contentWords > 3) return false
-  return !(understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8)
-}
-
-/** A message that only takes note ("ok", "got it", "perfect"), with no request the model is sure of. */
-function isAcknowledgement (message: MessageSlots, understanding: Understanding): boolean {
-  if (!message.cues.has('acknowledge') || message.contentWords > MAX_ACKNOWLEDGEMENT_WORDS) return false
-  return !(understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8)
-}
-
-/**
- * Thanks or goodbye when the message is one, whatever the model made of the words beside it: a courtesy beside a
- * statement of what the customer will do ("ok I'll check my spam, thanks") is still a courtesy; goodbye wins over
- * thanks ("thanks, bye").
- */
-function courtesyOf (understanding: Understanding, message: MessageSlots, text: string): 'thanks' | 'goodbye' | undefined {
-  const { cues } = message
-  const social = understanding.intent === 'thanks' || understanding.intent === 'goodbye'
-  const noted = isAcknowledgement(message, understanding)
-  const courteous = cues.has('thanks') || cues.has('goodbye') || noted
-  // A step reported done names the request it did ("done, password changed"): that asks nothing.
-  // Nor does what the customer says they will do, with thanks or goodbye ("ok I'll just send it back when it comes.
-  // thanks", "ok ill do the swap, bye").
-  const asks = message.asks && !((cues.has('done') || (cues.has('own_plan') && (cues.has('thanks') || cues.has('goodbye')))) && !text.includes('?'))
-  if (!social && !(courteous && !asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
-  // Taking note with no goodbye word ("right, good to know") leaves the conversation open.
-  // The model's goodbye for a message that says thanks and no goodbye word is a guess ("ok I'll wait till monday. thanks").
-  // (Unless the model is sure of it: "have a lovely weekend!" takes no note, whatever "lovely" says elsewhere.)
-  const sureGoodbye = understanding.intent === 'goodbye' && understanding.confidence >= SURE_GOODBYE
-  if (cues.has('goodbye') || (understanding.intent === 'goodbye' && (!noted || sureGoodbye) && !cues.has('thanks'))) return 'goodbye'
-  return 'thanks'
 }
