@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import sharp from 'sharp'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { AUTH, createTestApp, imageForm, multipart, type TestApp } from '../support/app.ts'
 import {
@@ -317,10 +318,13 @@ describe('Content Credentials', () => {
   it('answers 503 EXTRACTION_TIMEOUT with Retry-After when validation runs past its limit, and the thread is replaced', async () => {
     const hurried = await createTestApp({ contentCredentials: { workers: 1, timeoutMs: 1 } })
     try {
-      const signed = await pki.sign(await cameraJpeg(), { signer: pki.signer, actions: [{ action: 'c2pa.created' }] })
+      // A photo of a few megabytes of noise, whose hash alone takes the validator well past 1 ms: the small test photo
+      // was sometimes validated before the limit fired (once, on CI, a 200).
+      const noise = await sharp({ create: { width: 2000, height: 1500, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).jpeg({ quality: 95 }).toBuffer()
+      const signed = await pki.sign(noise, { signer: pki.signer, actions: [{ action: 'c2pa.created' }] })
       const { payload, headers } = await multipart(imageForm(signed))
       const response = await hurried.app.inject({ method: 'POST', url: '/v1/metadata', headers: { ...AUTH, ...headers }, payload })
-      // Status and body in one assertion: a failure shows what was answered instead (once, on CI, a 200).
+      // Status and body in one assertion: a failure shows what was answered instead.
       expect({ status: response.statusCode, body: response.json() }).toMatchObject({ status: 503, body: { code: 'EXTRACTION_TIMEOUT' } })
       expect(response.headers['retry-after']).toBe('1')
       expect(await hurried.scratchFiles()).toEqual([])
