@@ -11,7 +11,7 @@ import { DialoguePolicy } from './dialogue/policy.ts'
 import { SlotReader } from './dialogue/slots.ts'
 import type { DomainPack } from './domain-pack/schema.ts'
 import { ConversationNotFound } from './errors.ts'
-import { SUPPORT_INTENTS, type IntentName } from './intents.ts'
+import { isSupportIntent, type IntentName } from './intents.ts'
 import type { TrainedUnderstanding } from './nlu/training.ts'
 import { Understander, type Understanding } from './nlu/understand.ts'
 import { ReplyRenderer, type Reply } from './replies/renderer.ts'
@@ -166,7 +166,7 @@ export class ChatService {
    */
   #clauses (message: string, understanding: Understanding, today: string): ClauseReading[] | undefined {
     const second = understanding.candidates[1]
-    const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && SUPPORT.has(second.intent)
+    const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && isSupportIntent(second.intent)
     const andQuestion = AND_QUESTION.test(message)
     const asking = message.includes('?')
     // Only an and-question or a question mark needs the sentences counted (most messages have neither).
@@ -245,7 +245,6 @@ interface MessageRead {
 
 /** A message adds the customer's turn and the reply; the last two are all a message reads of the history. */
 const TURNS_PER_MESSAGE = 2
-const SUPPORT: ReadonlySet<string> = new Set(SUPPORT_INTENTS)
 /**
  * How probable a second request must be, for the whole message, before its clauses are read one by one — or the
  * message says it asks another thing.

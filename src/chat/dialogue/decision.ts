@@ -94,3 +94,10 @@ export function replyKey (intent: IntentName, reply: ReplyChoice, facts: Readonl
     case 'intent': return `intent:${intent}/${reply.situations[0] ?? 'default'}${order}`
   }
 }
+
+/** What a replyKey names: the answer's id, or the intent, or the fallback's name. */
+export function repliedWith (key: string): { kind: ReplyChoice['kind'], name: string } {
+  const colon = key.indexOf(':')
+  const slash = key.indexOf('/', colon)
+  return { kind: key.slice(0, colon) as ReplyChoice['kind'], name: key.slice(colon + 1, slash < 0 ? undefined : slash) }
+}

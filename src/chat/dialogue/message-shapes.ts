@@ -54,13 +54,18 @@ export function isStreetAddress (text: string): boolean {
 /** A short yes ("yes please", "ok", "sure"), not a request of its own. */
 export function isYes (message: MessageSlots, understanding: Understanding): boolean {
   if (!message.cues.has('affirm') || message.cues.has('deny') || message.contentWords > 3) return false
-  return !(understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8)
+  return !sureOfRequest(understanding)
 }
 
 /** A message that only takes note ("ok", "got it", "perfect"), with no request the model is sure of. */
 function isAcknowledgement (message: MessageSlots, understanding: Understanding): boolean {
   if (!message.cues.has('acknowledge') || message.contentWords > MAX_ACKNOWLEDGEMENT_WORDS) return false
-  return !(understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8)
+  return !sureOfRequest(understanding)
+}
+
+/** Whether the model is sure (over 0.8) the message is a support request. */
+function sureOfRequest (understanding: Understanding): boolean {
+  return understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8
 }
 
 /**

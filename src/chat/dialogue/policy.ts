@@ -4,15 +4,18 @@ import type { DomainAnswer, DomainPack } from '../domain-pack/schema.ts'
 import { isSupportIntent, OUT_OF_SCOPE, SOCIAL_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
 import { MIN_COVERAGE, type Candidate, type Understanding } from '../nlu/understand.ts'
 import type { Fact, Topic } from './conversation.ts'
-import { replyKey, type ClauseReading, type Decision, type DialogueState, type MessageReading, type ReplyPart, type RequestContext } from './decision.ts'
+import { repliedWith, replyKey, type ClauseReading, type Decision, type DialogueState, type MessageReading, type ReplyPart, type RequestContext } from './decision.ts'
 import { courtesyOf, isFragment, isStreetAddress, isYes, MAX_VALUE_AROUND } from './message-shapes.ts'
 import { returnWindow } from './return-window.ts'
-import { MAX_QUEUED, MAX_RECENT, type MessageSlots, type Slots } from './slots.ts'
+import { MAX_QUEUED, MAX_RECENT, QUESTION_OPENING, type MessageSlots, type Slots } from './slots.ts'
 
 const SOCIAL: ReadonlySet<string> = new Set(SOCIAL_INTENTS)
 /** A message with more content words than this is a request of its own, not a value for the active one. */
 const MAX_VALUE_WORDS = 5
-/** How sure the model must be that a message is off topic for no answer to be looked for in it. */
+/**
+ * How sure the model must be that a message is off topic for no answer to be looked for in it, and for a short question
+ * naming nothing of its own not to be about the active request ("what do you need from me" reads 0.86–0.89).
+ */
 const SURELY_OFF_TOPIC = 0.9
 /** How sure the model must be of a clause for it to be a request of its own beside one it often follows. */
 const CLEAR_REQUEST = 0.9
@@ -50,15 +53,9 @@ const SURE_ANSWER = 0.9
 const WITHIN_SURE = 0.8
 /** …or the selector is this sure, the intent model is not as sure of any request, and no situation says otherwise. */
 const CERTAIN_ANSWER = 0.98
-/**
- * How sure the model must be that a short question naming nothing of its own is off topic, for it not to be about the
- * active request ("what do you need from me", "how long is it even meant to take" read 0.86–0.89 off topic).
- */
-const VAGUE_OFF_TOPIC = 0.9
 /** Asking to be given something: "can i get a refund for that bit", "could we have our money back". */
 const ASKS_TO_GET = /\b(?:can|could|may) (?:i|we) (?:get|have)\b/i
-/** A question asked without its mark, at a clause's start: "wrong colour for me, can i trade it for the black one". */
-const QUESTION_START = /^\s*(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
+/** Where a question may start without its mark: "wrong colour for me, can i trade it for the black one". */
 const CLAUSE_BREAK = /[,.;:!]/
 /** Words that leave an aside for the request: "anyway, where is it now". */
 const BACK_TO_TOPIC = /^\W*(?:ok(?:ay)?\W+|so\W+)?(?:any ?ways?|anyhow|back to)\b/i
@@ -73,9 +70,9 @@ const SITUATION_FACTS: Readonly<Record<string, string>> = {
 const SITUATION_FACT_NAMES: ReadonlySet<string> = new Set(Object.values(SITUATION_FACTS))
 /** What happened that has a time limit of its own, not the return window's. */
 const OWN_TIME_LIMIT: ReadonlySet<string> = new Set(['missing_item'])
-/** Words that name a parcel or an order, not a refund. */
 /** A number in the message: something the request may need, that no slot reads. */
 const DIGIT = /\d/
+/** Words that name a parcel or an order, not a refund. */
 const PARCEL_WORDS = /\b(?:parcel|package|packet|delivery|delivered|courier|shipment|shipping|tracking|order)\b/i
 /** The customer names the value they give: "the order number is…", "order no.", "order nr". */
 const ORDER_NUMBER_NAMED = /\border (?:number|no\b|nr\b|#)/i
@@ -528,7 +525,7 @@ export class DialoguePolicy {
     if (answers === undefined || understanding.coverage < MIN_COVERAGE) return undefined
     // Not a message the model is all but certain is off topic ("btw do you know if its gonna snow this weekend"),
     // whatever words it shares with an answer.
-    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= SURELY_OFF_TOPIC)) return undefined
+    if (surelyOffTopic(understanding)) return undefined
     const topic = turn.state.topic
     // A question of the active request ("do you need a photo of it?" in a return) is answered, even after an aside.
     const inTopic = topic === undefined ? undefined : this.#answerFor(topic.intent, topic, answers)
@@ -553,7 +550,7 @@ export class DialoguePolicy {
   #vagueQuestion (turn: Turn, understanding: Understanding, answers: AnswerRanking): boolean {
     const { message, state } = turn
     if (!message.asks || message.contentWords > MAX_VAGUE_WORDS || state.previousIntent === OUT_OF_SCOPE || message.situation !== undefined) return false
-    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= VAGUE_OFF_TOPIC)) return false
+    if (surelyOffTopic(understanding)) return false
     const top = answers.top()
     return top === undefined || top.confidence < RESCUE_CONFIDENCE
   }
@@ -565,7 +562,7 @@ export class DialoguePolicy {
   #vagueTimeQuestion (turn: Turn, understanding: Understanding, answers: AnswerRanking, topic: Topic): AnswerChoice | undefined {
     const { message, state } = turn
     if (!message.cues.has('time') || !message.asks || message.contentWords > MAX_VALUE_WORDS || state.previousIntent === OUT_OF_SCOPE) return undefined
-    if (understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= VAGUE_OFF_TOPIC)) return undefined
+    if (surelyOffTopic(understanding)) return undefined
     const current = new Set<IntentName>([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]])
     if (!answers.namesNothingBut(current)) return undefined
     const best = answers.bestAmong(current)
@@ -814,7 +811,9 @@ export class DialoguePolicy {
     const topic = turn.state.topic ?? { intent }
     const nextStep = this.#pack.intents[intent].replies['not_helped']
     // The next step is no step when the answer just given already said it, word for word.
-    const lastAnswer = /^answer:([^/]+)\//.exec(recent.at(-1) ?? '')?.[1]
+    const lastKey = recent.at(-1)
+    const last = lastKey === undefined ? undefined : repliedWith(lastKey)
+    const lastAnswer = last?.kind === 'answer' ? last.name : undefined
     const saidAlready = lastAnswer !== undefined && nextStep !== undefined &&
       Object.values(this.#answers.get(lastAnswer)?.replies ?? {}).some((templates) => templates?.some((template) => nextStep.includes(template)))
     if (nextStep !== undefined && !saidAlready && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts, turn.values))) {
@@ -1030,13 +1029,13 @@ export class DialoguePolicy {
 
   /**
    * Whether a request told with what happened to an item, asking no question, is better answered by the request's own
-   * reply for that than by a rule's answer with nothing to say of it ("i want to return a dress it doesnt fit" is no change of mind,
-   * whatever its words share with that answer).
+   * reply for that than by a rule's answer with nothing to say of it ("i want to return a dress it doesnt fit" is no
+   * change of mind, whatever its words share with that answer).
    */
   #toldSituationReply (turn: Turn, intent: IntentName, answer: DomainAnswer): boolean {
     const situation = turn.message.situation
     const text = turn.reading.text
-    if (situation === undefined || !ITEM_IN_HAND.has(situation) || text === undefined || text.includes('?') || text.split(CLAUSE_BREAK).some((clause) => QUESTION_START.test(clause))) return false
+    if (situation === undefined || !ITEM_IN_HAND.has(situation) || text === undefined || text.includes('?') || text.split(CLAUSE_BREAK).some((clause) => QUESTION_OPENING.test(clause))) return false
     // (An answer of a rule, that is; one of the request itself, "it arrived smashed, again", says more.)
     return this.#questions.has(answer.intents[0]!) && answer.replies[situation] === undefined && this.#pack.intents[intent].replies[situation] !== undefined
   }
@@ -1044,8 +1043,8 @@ export class DialoguePolicy {
   /** Whether one of the last replies was `intent`'s own, or an answer whose home it is. */
   #answeredLately (state: DialogueState, intent: SupportIntent): boolean {
     return (state.slots?.recent ?? []).some((key) => {
-      const [kind, name] = key.split(/[:/]/, 2)
-      return (kind === 'intent' && name === intent) || (kind === 'answer' && this.#answers.get(name ?? '')?.intents[0] === intent)
+      const { kind, name } = repliedWith(key)
+      return (kind === 'intent' && name === intent) || (kind === 'answer' && this.#answers.get(name)?.intents[0] === intent)
     })
   }
 
@@ -1190,4 +1189,9 @@ function withoutAside (topic: Topic): Topic {
 
 function topicOf (state: DialogueState): { topic?: Topic } {
   return state.topic === undefined ? {} : { topic: state.topic }
+}
+
+/** Whether the model is all but certain the message is off topic (SURELY_OFF_TOPIC). */
+function surelyOffTopic (understanding: Understanding): boolean {
+  return understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= SURELY_OFF_TOPIC)
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parse } from 'csv-parse/sync'
-import { OUT_OF_SCOPE, SUPPORT_INTENTS } from '../intents.ts'
+import { isSupportIntent, OUT_OF_SCOPE } from '../intents.ts'
 import type { Understanding } from '../nlu/understand.ts'
 
 /** One labelled message: `npm run eval` reads them from CSV files with `utterance` and `intent` columns. */
@@ -29,8 +29,6 @@ export interface IntentScores {
   confusions: Array<{ expected: string, predicted: string, count: number }>
 }
 
-const SUPPORT: ReadonlySet<string> = new Set(SUPPORT_INTENTS)
-
 /** The issue's measures: accuracy and macro recall over the support intents, and out-of-scope recall. */
 export function scoreIntents (messages: readonly LabelledMessage[], predictions: readonly string[]): IntentScores {
   const labels = [...new Set(messages.map((message) => message.intent))].sort()
@@ -40,8 +38,8 @@ export function scoreIntents (messages: readonly LabelledMessage[], predictions:
     const predicted = predictions.filter((prediction) => prediction === intent).length
     return { intent, count: expected.length, recall: correct / expected.length, precision: predicted === 0 ? 0 : correct / predicted }
   })
-  const support = messages.flatMap((message, i) => SUPPORT.has(message.intent) ? [i] : [])
-  const supportRecalls = perIntent.filter((row) => SUPPORT.has(row.intent))
+  const support = messages.flatMap((message, i) => isSupportIntent(message.intent) ? [i] : [])
+  const supportRecalls = perIntent.filter((row) => isSupportIntent(row.intent))
   const outOfScope = messages.flatMap((message, i) => message.intent === OUT_OF_SCOPE ? [i] : [])
   const confusions = new Map<string, number>()
   messages.forEach((message, i) => {
@@ -53,7 +51,7 @@ export function scoreIntents (messages: readonly LabelledMessage[], predictions:
       accuracy: share(support.filter((i) => predictions[i] === messages[i]!.intent).length, support.length),
       macroRecall: share(supportRecalls.reduce((sum, row) => sum + row.recall, 0), supportRecalls.length)
     },
-    outOfScope: { count: outOfScope.length, recall: share(outOfScope.filter((i) => !SUPPORT.has(predictions[i]!)).length, outOfScope.length) },
+    outOfScope: { count: outOfScope.length, recall: share(outOfScope.filter((i) => !isSupportIntent(predictions[i]!)).length, outOfScope.length) },
     all: { count: messages.length, accuracy: share(messages.filter((message, i) => predictions[i] === message.intent).length, messages.length) },
     perIntent,
     confusions: [...confusions].map(([pair, count]) => {
