@@ -45,6 +45,8 @@ const SITUATION_FALLBACKS: Readonly<Record<string, string>> = { lost_parcel: 'la
 const OWN_REQUEST = 0.7
 /** A shop question asked in words the intent model did not take for one is answered when the selector is this sure. */
 const RESCUE_CONFIDENCE = 0.6
+/** Below this probability of being off topic, a short statement in a request adds to it (`#addsToRequest`). */
+const ADDED_OFF_TOPIC = 0.7
 /** …and the intent model must give one of the answer's requests at least this probability. */
 const RESCUE_CANDIDATE = 0.1
 /** …or, when the selector is this sure, the situation the message describes must belong to one of them. */
@@ -290,6 +292,7 @@ export class DialoguePolicy {
       const rescued = this.#rescue(turn, own, answers, inTopic.confidence)
       if (rescued !== undefined) return rescued
       if (cues.has('not_helped') && state.topic !== undefined && isSupportIntent(state.previousIntent ?? '')) return this.#notHelped(turn, this.#helpedMatter(state, state.topic))
+      if (state.topic !== undefined && isSupportIntent(state.topic.intent) && this.#addsToRequest(turn, own)) return this.#continue(turn, state.topic.intent)
       // The new address an address change waits for, which the model cannot read: the change goes on.
       if (state.topic !== undefined && ADDRESS_INTENTS.has(state.topic.intent) && isStreetAddress(reading.text ?? '')) return this.#continue(turn, state.topic.intent)
       return this.#notUnderstood(turn, inTopic.status, inTopic.confidence)
@@ -541,6 +544,18 @@ export class DialoguePolicy {
     const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
     if (inTopic === undefined && !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
     return this.#answer(turn, choice, Math.max(confidence, choice.confidence), understanding.situation)
+  }
+
+  /**
+   * A short statement (at most MAX_VAGUE_WORDS content words, no question) in the middle of a request, which the
+   * model does not find clearly off topic: what the customer adds to the matter at hand ("checked with the
+   * neighbours", "both on my visa", "maybe my husband did, we share the email"), not an aside.
+   */
+  #addsToRequest (turn: Turn, understanding: Understanding): boolean {
+    const { message, state, reading } = turn
+    if (message.asks || (reading.text ?? '').includes('?') || message.contentWords === 0 || message.contentWords > MAX_VAGUE_WORDS) return false
+    if (state.previousIntent === OUT_OF_SCOPE || !isSupportIntent(state.previousIntent ?? '') || understanding.coverage < MIN_COVERAGE) return false
+    return !understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= ADDED_OFF_TOPIC)
   }
 
   /**
