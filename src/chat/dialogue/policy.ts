@@ -61,6 +61,8 @@ const ASKS_TO_GET = /\b(?:can|could|may) (?:i|we) (?:get|have)\b/i
 const CLAUSE_BREAK = /[,.;:!]/
 /** Words that leave an aside for the request: "anyway, where is it now". */
 const BACK_TO_TOPIC = /^\W*(?:ok(?:ay)?\W+|so\W+)?(?:any ?ways?|anyhow|back to)\b/i
+/** Words that go back to an earlier request, opening a clause (CLAUSE_BREAK): "thanks. going back to the refund". */
+const BACK_TO_REQUEST = /^(?:(?:ok|okay|so|and|but) +)?(?:(?:going|coming|getting|get) +)?back to\b/i
 /** The pack's rule for what happened to an item or a parcel. */
 const SITUATION_FACTS: Readonly<Record<string, string>> = {
   missing_item: 'missing_items',
@@ -245,6 +247,17 @@ export class DialoguePolicy {
     if (valueMessage || answersAsked || namesOrder || forAnother || correctsDate || slotValue || detail || address || fromContext) {
       if (request === undefined) return this.#acknowledge(turn)
       return this.#continue(turn, request)
+    }
+
+    // "back to the order, what if it already shipped?", "going back to the refund…": the request made before the one
+    // just answered, with the answer among its own.
+    const resumed = this.#resumed(state, reading)
+    if (resumed !== undefined) {
+      const within = reading.answers?.best(new Set([resumed]))
+      if (within?.answer === undefined || within.confidence < this.#answerThreshold) return this.#act(turn, resumed, undefined, 1)
+      const decision = this.#answer(turn, { answer: within.answer, confidence: within.confidence }, 1, undefined)
+      decision.intent = resumed
+      return decision
     }
 
     // "ok" after the assistant said it would come to another request next: that request ("ok thanks" is thanks).
@@ -544,6 +557,28 @@ export class DialoguePolicy {
     const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
     if (inTopic === undefined && !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
     return this.#answer(turn, choice, Math.max(confidence, choice.confidence), understanding.situation)
+  }
+
+  /**
+   * The request a message says it goes back to ("back to the order…") when another was answered since: the latest
+   * support request among the last replies other than the one the last reply was for.
+   */
+  #resumed (state: DialogueState, reading: MessageReading): SupportIntent | undefined {
+    if (!isSupportIntent(state.previousIntent ?? '') || !(reading.text ?? '').split(CLAUSE_BREAK).some((clause) => BACK_TO_REQUEST.test(clause.trimStart()))) return undefined
+    const recent = state.slots?.recent ?? []
+    const last = recent.length === 0 ? undefined : this.#requestOf(recent.at(-1)!)
+    for (let i = recent.length - 2; i >= 0; i--) {
+      const intent = this.#requestOf(recent[i]!)
+      if (intent !== undefined && intent !== last) return intent
+    }
+    return undefined
+  }
+
+  /** The request a reply (a replyKey) was for: an answer's first request, or the intent replied to. */
+  #requestOf (key: string): SupportIntent | undefined {
+    const replied = repliedWith(key)
+    if (replied.kind === 'answer') return this.#answers.get(replied.name)?.intents[0]
+    return replied.kind === 'intent' && isSupportIntent(replied.name) ? replied.name : undefined
   }
 
   /**
