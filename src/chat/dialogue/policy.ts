@@ -1,4 +1,5 @@
 import type { AnswerChoice, AnswerRanking, RankedEntry } from '../answers/selector.ts'
+import { isCalendarDate } from '../calendar.ts'
 import { contentWordCount, stemsOf } from '../answers/terms.ts'
 import type { DomainAnswer, DomainPack } from '../domain-pack/schema.ts'
 import { isSupportIntent, OUT_OF_SCOPE, SOCIAL_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
@@ -164,7 +165,9 @@ export class DialoguePolicy {
     // "sorry, it was october 26 not 28": a date corrects the purchase date the conversation knows.
     const correctsKnown = cues.has('correction') && previousDate !== undefined
     if (entities.date !== undefined && context['purchase_date'] === undefined && (entities.dateIsPurchase === true || answersWithDate || bought || correctsKnown)) {
-      facts['purchase_date'] = entities.date
+      // "wait no it was the 12th" after 3 October: the 12th of the month being corrected.
+      const corrected = correctsKnown && entities.dateDayOnly === true && typeof previousDate === 'string' ? `${previousDate.slice(0, 8)}${entities.date.slice(8)}` : undefined
+      facts['purchase_date'] = corrected !== undefined && isCalendarDate(corrected) && corrected <= today ? corrected : entities.date
     }
     const newDate = facts['purchase_date'] !== previousDate
 

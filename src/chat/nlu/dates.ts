@@ -8,6 +8,8 @@ export interface MentionedDate {
   end: number
   /** YYYY-MM-DD. */
   date: string
+  /** Only the day of the month was written ("the 12th"): the month and year are today's or the last month's. */
+  dayOnly?: boolean
 }
 
 /**
@@ -54,7 +56,8 @@ export function findDates (text: string, today: string): MentionedDate[] {
     let day = dayNumber(`${String(start.get('year')).padStart(4, '0')}-${pad(start.get('month'))}-${pad(start.get('day'))}`)
     const now = dayNumber(today)
     if (day > now) day = mostRecent(day, now, start)
-    dates.push({ start: result.index, end: result.index + result.text.length, date: isoDate(day) })
+    const dayOnly = !start.isCertain('month') && !start.isCertain('weekday') && !start.tags().has('result/relativeDate')
+    dates.push({ start: result.index, end: result.index + result.text.length, date: isoDate(day), ...(dayOnly ? { dayOnly } : {}) })
   }
   return dates
 }

@@ -16,6 +16,8 @@ export interface EntitySpan {
   end: number
   /** The entity as written; for an order number, without its "#"; for a date, the day it names (YYYY-MM-DD). */
   value: string
+  /** A date of which only the day of the month was written ("the 12th"). */
+  dayOnly?: boolean
 }
 
 /** What a message says besides its intent. */
@@ -27,6 +29,8 @@ export interface MessageEntities {
   date?: string
   /** The message says the date is when the customer bought, ordered or received it ("I ordered it on the 8th"). */
   dateIsPurchase?: boolean
+  /** Only the date's day of the month was written ("it was the 12th"): its month is a guess. */
+  dateDayOnly?: boolean
   /**
    * The message is only a short code ("4417", "it's A-12"): an order number if the assistant has just asked for one.
    * (Codes the recogniser is sure of are `orderId`.)
@@ -94,7 +98,7 @@ export function recogniseEntities (text: string, today: string = utcDate(new Dat
   // A date the parser read wins over the numbers inside it; codes, addresses and amounts win over a date.
   const merged = spans.filter((span) => !(span.kind === 'number' && dates.some((date) => overlaps(span, date))))
   for (const date of dates) {
-    if (!merged.some((span) => overlaps(span, date))) merged.push({ kind: 'date', start: date.start, end: date.end, value: date.date })
+    if (!merged.some((span) => overlaps(span, date))) merged.push({ kind: 'date', start: date.start, end: date.end, value: date.date, ...(date.dayOnly === true ? { dayOnly: true } : {}) })
   }
   return merged.sort((a, b) => a.start - b.start)
 }
@@ -210,6 +214,7 @@ export function extractEntities (message: string, spans: readonly EntitySpan[] =
   if (date !== undefined) {
     entities.date = date.value
     entities.dateIsPurchase = PURCHASE_WORDS.test(nearby(message, date))
+    if (date.dayOnly === true) entities.dateDayOnly = true
   }
   const orderId = spans.find((span) => span.kind === 'order_number')?.value
   if (orderId !== undefined) {
