@@ -1067,6 +1067,9 @@ export class DialoguePolicy {
     if (understanding !== undefined && understanding.status === 'understood' && isSupportIntent(understanding.intent) &&
       understanding.confidence >= CLEARLY_OTHER && this.#answeredLately(state, understanding.intent)) return understanding.intent
     const last = state.previousIntent
+    // (A rule asked about within the customer's own request did not help with that request: "that didnt help. its been
+    // 14 days" after how long refunds take, while a refund is chased, is the refund.)
+    if (last !== undefined && this.#questions.has(last) && !this.#questions.has(topic.intent)) return topic.intent
     return last !== undefined && isSupportIntent(last) && this.#sameMatter(last, topic) ? last : topic.intent
   }
 
