@@ -91,6 +91,8 @@ describe('entities in a message', () => {
     ['shows delivered yesterday but it is not here, bought it on 2026-11-10', { date: '2026-11-10', dateIsPurchase: true }],
     ['Order number: A-10387\nOrder date: November 17, 2026\nI want to return this', { date: '2026-11-17', dateIsPurchase: true, orderId: 'A-10387' }],
     ['no wait, it was the 12th', { date: '2026-11-12', dateIsPurchase: false, dateDayOnly: true }],
+    ['send it to 2210 NE Alberta St, Portland OR 97211', {}],
+    ['the zip code is 97211, order 55120', { orderId: '55120' }],
     ['call me on 800 555 0100', {}],
     ['I paid $49.99 in 2025', {}],
     ['2026-02-30 is not a day', {}]

@@ -152,7 +152,7 @@ function recogniseTokens (text: string): EntitySpan[] {
     if (word.length > MAX_CODE_LENGTH || !HAS_DIGIT.test(word)) continue
     if (ISO_DATE.test(word) || NUMERIC_DATE.test(word)) {
       span('date', token, token, word)
-    } else if (isOrderCode(word)) {
+    } else if (isOrderCode(word) && !isPostalCode(tokens, i)) {
       span('order_number', token, token, word)
     } else if ((DIGITS.test(word) || GROUPED_NUMBER.test(word)) && next?.kind === 'word' && CURRENCY_WORDS.has(next.text.toLowerCase())) {
       span('money', token, next, `${word} ${next.text}`)
@@ -179,6 +179,27 @@ function isCodeLike (word: string, minLength: number): boolean {
   return word.length >= minLength && word.length <= MAX_CODE_LENGTH && HAS_DIGIT.test(word) &&
     !word.includes('/') && !word.includes('.') && !YEAR.test(word) && !ISO_DATE.test(word)
 }
+
+/**
+ * Digits that end a postal address rather than name an order: after a US state's code ("Portland OR 97211") or after
+ * "zip", "zip code", "postcode" or "postal code".
+ */
+function isPostalCode (tokens: readonly Token[], at: number): boolean {
+  if (!DIGITS.test(tokens[at]!.text)) return false
+  if (tokens[at - 1]?.kind === 'word' && US_STATES.has(tokens[at - 1]!.text)) return true
+  // ("zip 97211", "the zip code is 97211")
+  for (let i = at - 1; i >= 0 && i >= at - 3; i--) {
+    const token = tokens[i]!
+    if (token.kind !== 'word') return false
+    const word = token.text.toLowerCase()
+    if (POSTAL_LABELS.has(word)) return true
+    if (word !== 'is' && word !== 'code') return false
+  }
+  return false
+}
+
+const US_STATES: ReadonlySet<string> = new Set(['AL', 'AK', 'AZ', 'AR', 'CA', 'CO', 'CT', 'DE', 'DC', 'FL', 'GA', 'HI', 'ID', 'IL', 'IN', 'IA', 'KS', 'KY', 'LA', 'ME', 'MD', 'MA', 'MI', 'MN', 'MS', 'MO', 'MT', 'NE', 'NV', 'NH', 'NJ', 'NM', 'NY', 'NC', 'ND', 'OH', 'OK', 'OR', 'PA', 'RI', 'SC', 'SD', 'TN', 'TX', 'UT', 'VT', 'VA', 'WA', 'WV', 'WI', 'WY'])
+const POSTAL_LABELS: ReadonlySet<string> = new Set(['zip', 'zipcode', 'postcode', 'postal', 'post'])
 
 /** An order number without a keyword: a code of letters and at least three digits, or five digits or more. */
 function isOrderCode (word: string): boolean {
