@@ -146,9 +146,13 @@ export class DialoguePolicy {
 
     // The order number the assistant asked for, given with a few words and no question ("The order number is 47731,
     // my apologies for not including it."), whatever else those words seem to say.
+    // (Or named as the order number with more than was asked, "The order number is C-30417. It was placed on the 19th, I
+    // paid with my Mastercard…", unless the model is sure those words ask for another request.)
+    const otherRequest = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.intent !== state.pendingIntent &&
+      understanding.confidence >= CLEARLY_OTHER
+    const named = ORDER_NUMBER_NAMED.test(reading.text ?? '')
     const answersAsked = !valueMessage && state.pendingIntent !== undefined && entities.orderId !== undefined && unasked &&
-      message.contentWords <= MAX_CORRECTION_WORDS && (ORDER_NUMBER_NAMED.test(reading.text ?? '') || !(understanding.status === 'understood' &&
-        isSupportIntent(understanding.intent) && understanding.intent !== state.pendingIntent && understanding.confidence >= CLEARLY_OTHER))
+      ((message.contentWords <= MAX_CORRECTION_WORDS && (named || !otherRequest)) || (named && !otherRequest))
     // The order number named as one and given for the active request, unasked ("Apologies, I forgot to include it: the
     // order number is 56004."), whatever the words around it seem to ask.
     const namesOrder = !valueMessage && request !== undefined && entities.orderId !== undefined && unasked &&
