@@ -597,6 +597,9 @@ export class DialoguePolicy {
     const { message, state, reading } = turn
     if (message.asks || (reading.text ?? '').includes('?') || message.contentWords === 0 || message.contentWords > MAX_VAGUE_WORDS) return false
     if (state.previousIntent === OUT_OF_SCOPE || !isSupportIntent(state.previousIntent ?? '') || understanding.coverage < MIN_COVERAGE) return false
+    // (An apology that corrects no value is about the conversation: "sorry for the rant btw, long week lol".)
+    const { entities } = turn.understanding
+    if (message.cues.has('correction') && entities.orderId === undefined && entities.date === undefined && entities.email === undefined) return false
     return !understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= ADDED_OFF_TOPIC)
   }
 
