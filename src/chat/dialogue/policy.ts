@@ -724,6 +724,13 @@ export class DialoguePolicy {
     // question asked.
     const at = turn.message.cueAt ?? {}
     if (at.time === undefined || at.price !== undefined) return undefined
+    // A problem of the customer's own in progress, told with when it started or that it still isn't solved ("sent my
+    // return back 2 weeks ago and still no money. how long does this take??"), is that problem, as the model is sure.
+    const { understanding } = turn
+    if (understanding.status === 'understood' && this.#problems.has(understanding.intent) && understanding.confidence >= CLEAR_REQUEST &&
+      answer.intents.includes(understanding.intent as SupportIntent) && (turn.message.cues.has('not_helped') || understanding.entities.date !== undefined)) {
+      return understanding.intent as SupportIntent
+    }
     const text = turn.reading.text ?? ''
     const question = text.indexOf('?')
     if (question >= 0 && question < text.length - 1) {
