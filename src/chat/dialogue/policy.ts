@@ -998,8 +998,9 @@ export class DialoguePolicy {
    * The requests of a message that makes several, in order, or none: at least two different ones, each clause
    * understood with confidence and asking (or describing what happened), one of them the message's own reading.
    */
-  #requests (clauses: readonly ClauseReading[] | undefined, whole: Understanding): ClauseReading[] {
-    if (clauses === undefined) return []
+  #requests (given: readonly ClauseReading[] | undefined, whole: Understanding): ClauseReading[] {
+    if (given === undefined) return []
+    const clauses = given.map((clause) => this.#questionOfWhole(clause, whole))
     // A clause the model is unsure of that asks nothing to be done does not outvote a whole message it reads as
     // another request ("actually i dont need the work one anymore. how do i close it" is closing the account).
     const wholeSure = whole.status === 'understood' && whole.confidence >= PROBABLY_OTHER
@@ -1025,6 +1026,19 @@ export class DialoguePolicy {
     })
     if (distinct.length < 2 || !distinct.some((clause) => clause.understanding.intent === whole.intent || this.#sameFamily(clause.understanding.intent, whole.intent))) return []
     return distinct
+  }
+
+  /**
+   * A clause that asks a question the model reads as off topic on its own, but not surely, while the selector is
+   * fairly sure of an answer of the request the whole message makes ("How much is the faster one? And is standard
+   * delivery free…"): that request's question.
+   */
+  #questionOfWhole (clause: ClauseReading, whole: Understanding): ClauseReading {
+    const own = clause.understanding
+    if (own.status === 'understood' || !clause.asks || whole.status !== 'understood' || !isSupportIntent(whole.intent) || surelyOffTopic(own)) return clause
+    const top = clause.answers?.top()
+    if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE || !top.answer.intents.includes(whole.intent)) return clause
+    return { ...clause, understanding: { ...own, intent: whole.intent, status: 'understood', confidence: top.confidence } }
   }
 
   /**

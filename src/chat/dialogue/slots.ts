@@ -142,8 +142,8 @@ export class SlotReader {
   }
 }
 
-/** A question without its question mark: "is that free", "how long does it take". */
-export const QUESTION_OPENING = /^\s*(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
+/** A question without its question mark: "is that free", "how long does it take", "and is standard free". */
+export const QUESTION_OPENING = /^\s*(?:(?:and|but|so|also|or) +)?(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
 
 function deniedAt (stems: readonly string[], at: number): boolean {
   for (let j = Math.max(0, at - NEGATION_REACH); j < at; j++) if (NEGATIONS.has(stems[j]!)) return true
