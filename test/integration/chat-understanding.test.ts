@@ -93,6 +93,8 @@ describe('entities in a message', () => {
     ['no wait, it was the 12th', { date: '2026-11-12', dateIsPurchase: false, dateDayOnly: true }],
     ['send it to 2210 NE Alberta St, Portland OR 97211', {}],
     ['the zip code is 97211, order 55120', { orderId: '55120' }],
+    ["order D-81200 I think, or maybe D-81220, wait… yes it's D-81220", { orderId: 'D-81220' }],
+    ['order 52209 not 52290', { orderId: '52209' }],
     ['call me on 800 555 0100', {}],
     ['I paid $49.99 in 2025', {}],
     ['2026-02-30 is not a day', {}]

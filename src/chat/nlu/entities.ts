@@ -237,7 +237,7 @@ export function extractEntities (message: string, spans: readonly EntitySpan[] =
     entities.dateIsPurchase = PURCHASE_WORDS.test(nearby(message, date))
     if (date.dayOnly === true) entities.dateDayOnly = true
   }
-  const orderId = spans.find((span) => span.kind === 'order_number')?.value
+  const orderId = orderNumberMeant(message, spans)
   if (orderId !== undefined) {
     entities.orderId = orderId.toUpperCase()
   } else {
@@ -246,6 +246,22 @@ export function extractEntities (message: string, spans: readonly EntitySpan[] =
   }
   return entities
 }
+
+/**
+ * The order number a message means: the first, unless a later, different one follows words that take the earlier back
+ * ("D-81200 I think, or maybe… yes it's D-81220", "52290, sorry I mean 52209"; not "52209 not 52290").
+ */
+function orderNumberMeant (message: string, spans: readonly EntitySpan[]): string | undefined {
+  let meant: EntitySpan | undefined
+  for (const span of spans) {
+    if (span.kind !== 'order_number') continue
+    if (meant === undefined || (span.value.toUpperCase() !== meant.value.toUpperCase() && TAKEN_BACK.test(message.slice(meant.end, span.start)))) meant = span
+  }
+  return meant?.value
+}
+
+/** Words between two order numbers that take the first back. */
+const TAKEN_BACK = /\b(?:sorry|actually|i mean|wait|yes|correction|rather|oops)\b/i
 
 /** Up to four words on each side of a span, within its sentence: what the span is said about. */
 function nearby (message: string, span: EntitySpan): string {
