@@ -95,6 +95,7 @@ describe('entities in a message', () => {
     ['the zip code is 97211, order 55120', { orderId: '55120' }],
     ["order D-81200 I think, or maybe D-81220, wait… yes it's D-81220", { orderId: 'D-81220' }],
     ['order 52209 not 52290', { orderId: '52209' }],
+    ['the order I made on 3 November 2026', { date: '2026-11-03', dateIsPurchase: true }],
     ['call me on 800 555 0100', {}],
     ['I paid $49.99 in 2025', {}],
     ['2026-02-30 is not a day', {}]
@@ -114,7 +115,9 @@ describe('entities in a message', () => {
     ['order 2026 of 12 items', [['number', '2026'], ['number', '12']]],
     ['thanks, have a lovely weekend!', []],
     ['i ordered it last weekend', [['date', '2026-11-15']]],
-    ['bought it at the weekend', [['date', '2026-11-14']]]
+    ['bought it at the weekend', [['date', '2026-11-14']]],
+    ['ordered it this morning', [['date', '2026-11-20']]],
+    ['the order I made on Monday', [['date', '2026-11-16']]]
   ])('recognises the entities of %j', (message, expected) => {
     expect(recogniseEntities(message, '2026-11-20').map((span) => [span.kind, span.value])).toEqual(expected)
   })

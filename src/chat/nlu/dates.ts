@@ -35,7 +35,9 @@ const MAX_DATE_SHAPES = 16
  * Only text with a date's shape goes through the parser — a month or a weekday, a relative word, an ordinal, digits
  * with "/", "." or "-" between them: most messages have none (an order number or a price alone is no date).
  */
-const DATE_HINT = /\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april|june|july|august|september|october|november|december|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today|tonight|tomorrow|ago|back|last|week|weeks|fortnight|weekend)\b|\d(?:st|nd|rd|th)\b|\d[/.-]\d/gi
+const DATE_HINT = /\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april|june|july|august|september|october|november|december|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today|tonight|tomorrow|ago|back|last|week|weeks|fortnight|weekend|morning|afternoon|evening)\b|\d(?:st|nd|rd|th)\b|\d[/.-]\d/gi
+/** "this morning": today, which chrono leaves uncertain. */
+const THIS_PART_OF_DAY = /\bthis (?:morning|afternoon|evening)\b/i
 /** Same-length rewrites chrono understands: "two weeks back" is "two weeks ago ", "a fortnight" two weeks. */
 const BACK = /\b(days?|weeks?|months?) back\b/gi
 const FORTNIGHT = /\ba fortnight\b/gi
@@ -51,7 +53,7 @@ export function findDates (text: string, today: string): MentionedDate[] {
   const dates: MentionedDate[] = []
   for (const result of parser.parse(prepared, reference)) {
     const { start } = result
-    const dayKnown = start.isCertain('day') || start.isCertain('weekday')
+    const dayKnown = start.isCertain('day') || start.isCertain('weekday') || THIS_PART_OF_DAY.test(result.text)
     if (!dayKnown || NOT_DATES.has(result.text.trim().toLowerCase()) || wishedWeekend(prepared, result.index, result.text)) continue
     let day = dayNumber(`${String(start.get('year')).padStart(4, '0')}-${pad(start.get('month'))}-${pad(start.get('day'))}`)
     const now = dayNumber(today)

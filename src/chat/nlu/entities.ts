@@ -220,7 +220,7 @@ export function replaceEntities (text: string, spans: readonly EntitySpan[], pla
 }
 
 const SENTENCE_END = /[.!?;]/
-const PURCHASE_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|paid|got|received|delivered|arrived|came|order date)\b/i
+const PURCHASE_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|made|paid|got|received|delivered|arrived|came|order date)\b/i
 /** The words that say the customer bought it, not that it came: of two dates, the one they stand by is the purchase. */
 const BUYING_WORDS = /\b(?:bought|buy|purchased?|ordered|placed|paid|order date)\b/i
 
