@@ -117,6 +117,7 @@ describe('entities in a message', () => {
     ['i ordered it last weekend', [['date', '2026-11-15']]],
     ['bought it at the weekend', [['date', '2026-11-14']]],
     ['ordered it this morning', [['date', '2026-11-20']]],
+    ['this is the 2nd time, and the 3rd one broke', [['number', '2nd'], ['number', '3rd']]],
     ['the order I made on Monday', [['date', '2026-11-16']]]
   ])('recognises the entities of %j', (message, expected) => {
     expect(recogniseEntities(message, '2026-11-20').map((span) => [span.kind, span.value])).toEqual(expected)

@@ -19,9 +19,9 @@ export interface MentionedDate {
  * has happened ("I bought it on the 8th", "it came on Monday").
  */
 const parser = chrono.casual.clone()
-// "the 8th", "on the 3rd": a day of this month (chrono wants a month name with it).
+// "the 8th", "on the 3rd": a day of this month (chrono wants a month name with it); not "the 2nd time", "the 3rd one".
 parser.parsers.push({
-  pattern: () => /\bthe (\d{1,2})(?:st|nd|rd|th)\b/i,
+  pattern: () => /\bthe (\d{1,2})(?:st|nd|rd|th)\b(?! (?:times?|ones?|items?|attempts?|try|tries|orders?|parcels?|packages?|box|person|e?mails?|messages?|days?|weeks?|months?|floor|pair|size|call)\b)/i,
   extract: (_context, match) => {
     const day = Number(match[1])
     return day >= 1 && day <= 31 ? { day } : null
