@@ -46,6 +46,8 @@ const SITUATION_FALLBACKS: Readonly<Record<string, string>> = { lost_parcel: 'la
 const OWN_REQUEST = 0.7
 /** A shop question asked in words the intent model did not take for one is answered when the selector is this sure. */
 const RESCUE_CONFIDENCE = 0.6
+/** How probable a complaint must be among the model's readings of a message that vents (`#vents`). */
+const VENTED_COMPLAINT = 0.15
 /** Below this probability of being off topic, a short statement in a request adds to it (`#addsToRequest`). */
 const ADDED_OFF_TOPIC = 0.7
 /** …and the intent model must give one of the answer's requests at least this probability. */
@@ -312,6 +314,7 @@ export class DialoguePolicy {
       const rescued = this.#rescue(turn, own, answers, inTopic.confidence)
       if (rescued !== undefined) return rescued
       if (cues.has('not_helped') && state.topic !== undefined && isSupportIntent(state.previousIntent ?? '')) return this.#notHelped(turn, this.#helpedMatter(state, state.topic))
+      if (this.#vents(turn, state.topic, newOrder, answers)) return this.#act(turn, 'complaint', undefined, complaintProbability(understanding))
       if (state.topic !== undefined && isSupportIntent(state.topic.intent) && this.#addsToRequest(turn, own)) return this.#continue(turn, state.topic.intent)
       // The new address an address change waits for, which the model cannot read: the change goes on.
       if (state.topic !== undefined && ADDRESS_INTENTS.has(state.topic.intent) && isStreetAddress(reading.text ?? '')) return this.#continue(turn, state.topic.intent)
@@ -408,6 +411,14 @@ export class DialoguePolicy {
     if (asksForContact && cues.has('not_helped')) {
       intent = own.intent
       situation = own.situation
+    }
+
+    // Frustration vented in the middle of another request, asking nothing the pack answers ("this is the 2nd time with
+    // you guys, really annoyed", "thats ridiculous, i've been shopping with you for years"): a complaint.
+    if (this.#vents(turn, topic, newOrder, answers)) {
+      intent = 'complaint'
+      confidence = complaintProbability(understanding)
+      situation = undefined
     }
 
     // (The refund asked for after what happened is answered by the refund's reply for what happened, not by whatever
@@ -586,6 +597,20 @@ export class DialoguePolicy {
     const replied = repliedWith(key)
     if (replied.kind === 'answer') return this.#answers.get(replied.name)?.intents[0]
     return replied.kind === 'intent' && isSupportIntent(replied.name) ? replied.name : undefined
+  }
+
+  /**
+   * Whether the message vents about a request other than a complaint: angry, or read as a complaint first, with a
+   * complaint among the model's candidates (0.15) and no other request it is fairly sure of, nothing that happened to
+   * an item, no new order and no answer of the pack's the selector is fairly sure of.
+   */
+  #vents (turn: Turn, topic: Topic | undefined, newOrder: boolean, answers: AnswerRanking | undefined): boolean {
+    const { understanding, message } = turn
+    if (topic === undefined || topic.intent === 'complaint' || message.situation !== undefined || newOrder) return false
+    if (!understanding.angry && understanding.candidates[0]?.intent !== 'complaint') return false
+    if (!understanding.candidates.some((candidate) => candidate.intent === 'complaint' && candidate.probability >= VENTED_COMPLAINT)) return false
+    if (understanding.candidates.some((candidate) => candidate.intent !== 'complaint' && candidate.probability >= PROBABLY_OTHER)) return false
+    return (answers?.top()?.confidence ?? 0) < RESCUE_CONFIDENCE
   }
 
   /**
@@ -1276,6 +1301,12 @@ function topicOf (state: DialogueState): { topic?: Topic } {
 }
 
 /** Whether the model is all but certain the message is off topic (SURELY_OFF_TOPIC). */
+/** The model's probability that the message is a complaint, rounded as confidences are. */
+function complaintProbability (understanding: Understanding): number {
+  const probability = understanding.candidates.find((candidate) => candidate.intent === 'complaint')?.probability ?? 0
+  return Math.round(probability * 1000) / 1000
+}
+
 function surelyOffTopic (understanding: Understanding): boolean {
   return understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= SURELY_OFF_TOPIC)
 }
