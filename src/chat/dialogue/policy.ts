@@ -50,6 +50,9 @@ const RESCUE_CONFIDENCE = 0.6
 const VENTED_COMPLAINT = 0.15
 /** Below this probability of being off topic, a short statement in a request adds to it (`#addsToRequest`). */
 const ADDED_OFF_TOPIC = 0.7
+/** A statement of MAX_VAGUE_WORDS to MAX_ADDED_WORDS content words adds to the request below this probability of off topic. */
+const LONGER_ADDED_OFF_TOPIC = 0.5
+const MAX_ADDED_WORDS = 12
 /** …and the intent model must give one of the answer's requests at least this probability. */
 const RESCUE_CANDIDATE = 0.1
 /** …or, when the selector is this sure, the situation the message describes must belong to one of them. */
@@ -623,12 +626,14 @@ export class DialoguePolicy {
    */
   #addsToRequest (turn: Turn, understanding: Understanding): boolean {
     const { message, state, reading } = turn
-    if (message.asks || (reading.text ?? '').includes('?') || message.contentWords === 0 || message.contentWords > MAX_VAGUE_WORDS) return false
+    if (message.asks || (reading.text ?? '').includes('?') || message.contentWords === 0 || message.contentWords > MAX_ADDED_WORDS) return false
     if (state.previousIntent === OUT_OF_SCOPE || !isSupportIntent(state.previousIntent ?? '') || understanding.coverage < MIN_COVERAGE) return false
     // (An apology that corrects no value is about the conversation: "sorry for the rant btw, long week lol".)
     const { entities } = turn.understanding
     if (message.cues.has('correction') && entities.orderId === undefined && entities.date === undefined && entities.email === undefined) return false
-    return !understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= ADDED_OFF_TOPIC)
+    // (A longer one only when the model finds it less likely off topic than not.)
+    const bound = message.contentWords <= MAX_VAGUE_WORDS ? ADDED_OFF_TOPIC : LONGER_ADDED_OFF_TOPIC
+    return !understanding.candidates.some((candidate) => candidate.intent === OUT_OF_SCOPE && candidate.probability >= bound)
   }
 
   /**
