@@ -1182,9 +1182,11 @@ export class DialoguePolicy {
     const asked = text?.includes('?') === true
     const sameMatter = this.#sameMatter(own.intent, topic)
     if (asked && !sameMatter) return true
-    if (!asked && sameMatter) return false
+    // (Told of a related request, what did not help may be a new problem the pack answers for sure: "it keeps saying
+    // my phone number is invalid" while opening an account is a sign-up problem's answer, not the account's next step.)
+    if (!asked && sameMatter && own.intent === topic.intent) return false
     const ownAnswer = answers?.best(new Set([own.intent]))
-    return ownAnswer?.answer !== undefined && ownAnswer.confidence >= SURE_ANSWER && own.intent !== topic.intent
+    return ownAnswer?.answer !== undefined && ownAnswer.confidence >= SURE_ANSWER && own.intent !== topic.intent && ownAnswer.answer.id !== topic.answer
   }
 
   /** Whether `intent` is about the same matter as the active request (itself, a follow-up, a question in it). */
