@@ -2,7 +2,7 @@ import type { AnswerChoice, AnswerRanking, RankedEntry } from '../answers/select
 import { isCalendarDate } from '../calendar.ts'
 import { contentWordCount, stemsOf } from '../answers/terms.ts'
 import type { DomainAnswer, DomainPack } from '../domain-pack/schema.ts'
-import { isSupportIntent, OUT_OF_SCOPE, SOCIAL_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
+import { isSupportIntent, OUT_OF_SCOPE, SOCIAL_INTENTS, SUPPORT_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
 import { MIN_COVERAGE, type Candidate, type Understanding } from '../nlu/understand.ts'
 import type { Fact, Topic } from './conversation.ts'
 import { repliedWith, replyKey, type ClauseReading, type Decision, type DialogueState, type MessageReading, type ReplyPart, type RequestContext } from './decision.ts'
@@ -34,8 +34,6 @@ const CLAUSE_CONFIDENCE = 0.5
  */
 const CLEARLY_OTHER = 0.8
 const PROBABLY_OTHER = 0.7
-/** Requests about the account, where what happened to an item or parcel means nothing. */
-const ACCOUNT_INTENTS: ReadonlySet<string> = new Set(['create_account', 'delete_account', 'edit_account', 'recover_password', 'registration_problems', 'switch_account', 'newsletter_subscription'])
 /** What happened to a parcel, for which a refund asked for is the request. */
 const PARCEL_SITUATIONS: ReadonlySet<string> = new Set(['late_delivery', 'lost_parcel'])
 /** What happened to an item the customer has in hand: it cannot be about an order still to be delivered. */
@@ -86,12 +84,6 @@ const DIGIT = /\d/
 const PARCEL_WORDS = /\b(?:parcel|package|packet|delivery|delivered|courier|shipment|shipping|tracking|order)\b/i
 /** The customer names the value they give: "the order number is…", "order no.", "order nr". */
 const ORDER_NUMBER_NAMED = /\border (?:number|no\b|nr\b|#)/i
-/** Asking for the team or a person. */
-const CONTACT_INTENTS: ReadonlySet<string> = new Set(['contact_customer_service', 'contact_human_agent'])
-/** Requests that wait for a new address. */
-const ADDRESS_INTENTS: ReadonlySet<string> = new Set(['change_shipping_address', 'set_up_shipping_address'])
-/** The requests a question about a payment method named is in. */
-const PAYMENT_QUESTIONS: ReadonlySet<IntentName> = new Set(['check_payment_methods', 'place_order', 'payment_issue'])
 const EMPTY_SLOTS: MessageSlots = { cues: new Set(), asks: false, contentWords: 0 }
 const WINDOW_SITUATIONS = ['inside_window', 'window_last_day', 'outside_window', 'future_purchase'] as const
 
@@ -117,6 +109,9 @@ export class DialoguePolicy {
   readonly #beforeDelivery: ReadonlySet<string>
   readonly #answers: ReadonlyMap<string, DomainAnswer>
   readonly #reportedAs: { time: Readonly<Record<string, SupportIntent>>, own_purchase: Readonly<Record<string, SupportIntent>>, price: Readonly<Record<string, SupportIntent>> }
+  readonly #roles: Roles
+  /** The request that hands the conversation to a person (the pack's intent with `handoff: true`). */
+  readonly #person: SupportIntent | undefined
 
   constructor (pack: DomainPack) {
     this.#pack = pack
@@ -128,6 +123,8 @@ export class DialoguePolicy {
     this.#beforeDelivery = new Set(pack.dialogue?.before_delivery ?? [])
     this.#answers = new Map(pack.answers.map((answer) => [answer.id, answer]))
     this.#reportedAs = { time: pack.dialogue?.reported_as?.time ?? {}, own_purchase: pack.dialogue?.reported_as?.own_purchase ?? {}, price: pack.dialogue?.reported_as?.price ?? {} }
+    this.#roles = rolesOf(pack)
+    this.#person = SUPPORT_INTENTS.find((intent) => pack.intents[intent].handoff === true)
   }
 
   decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string, reading: MessageReading = {}): Decision {
@@ -185,7 +182,7 @@ export class DialoguePolicy {
     // (The first order number given is the order of what the customer described: "it not work… Order is 60418".)
     if (newOrder && state.facts['order_id'] !== undefined && message.situation === undefined) delete slots.situation
     const topicIntent = state.topic?.intent
-    if (message.situation !== undefined && !answersAsked && !ACCOUNT_INTENTS.has(understanding.intent) && (topicIntent === undefined || !ACCOUNT_INTENTS.has(topicIntent) || understanding.status === 'understood')) {
+    if (message.situation !== undefined && !answersAsked && !this.#roles.account.has(understanding.intent) && (topicIntent === undefined || !this.#roles.account.has(topicIntent) || understanding.status === 'understood')) {
       slots.situation = message.situation
     }
     if (message.preference !== undefined) slots.preference = message.preference
@@ -197,19 +194,19 @@ export class DialoguePolicy {
     const turn: Turn = { state, understanding, message, reading, facts, slots, values, today, newDate }
 
     // "that didnt help at all… i want a person to look at this": a person, at once.
-    if (cues.has('not_helped') && cues.has('person') && state.topic !== undefined) return this.#act(turn, 'contact_human_agent', undefined, 1)
+    if (cues.has('not_helped') && cues.has('person') && state.topic !== undefined && this.#person !== undefined) return this.#act(turn, this.#person, undefined, 1)
 
     // A person was offered and the customer accepts, or says again that nothing helped.
     // ("k thx" takes note and declines nothing: it is thanks.)
-    if (previous.pending === 'offer_person' && ((isYes(message, understanding) && !cues.has('thanks')) || cues.has('not_helped'))) {
-      return this.#act(turn, 'contact_human_agent', undefined, 1)
+    if (previous.pending === 'offer_person' && this.#person !== undefined && ((isYes(message, understanding) && !cues.has('thanks')) || cues.has('not_helped'))) {
+      return this.#act(turn, this.#person, undefined, 1)
     }
 
     // After a person was asked to take over, what the customer adds about the same matter is for that person —
     // unless the handoff was only because the assistant did not understand, and now it does.
     const misunderstood = previous.recent?.at(-1) === 'fallback:misunderstood_handoff'
     if (previous.handedOff === true && state.topic !== undefined && !cues.has('not_helped') && !(misunderstood && understanding.status === 'understood') &&
-      (understanding.intent === state.topic.intent || understanding.status !== 'understood' || understanding.intent === 'complaint' || valueMessage)) {
+      (understanding.intent === state.topic.intent || understanding.status !== 'understood' || understanding.intent === this.#roles.complaint || valueMessage)) {
       return this.#base(turn, { intent: state.topic.intent, confidence: 1, reply: { kind: 'fallback', name: 'after_handoff' }, handoff: true, topic: state.topic })
     }
 
@@ -233,7 +230,7 @@ export class DialoguePolicy {
     // "do I get it sent or refunded?", which asks the rule).
     // (So too for a late or lost parcel, when a clause asks for the refund to be done: "its over a week late now.
     // honestly just refund me", not "could you tell me where it is, and whether I will be reimbursed?".)
-    const refundAsked = reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === 'get_refund') === true
+    const refundAsked = reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === this.#roles.refund) === true
     const refundWanted = message.preference === 'prefers_refund' &&
       ((message.situation === 'missing_item' && (cues.has('wish') || refundAsked || ASKS_TO_GET.test(reading.text ?? ''))) || (PARCEL_SITUATIONS.has(message.situation ?? '') && refundAsked))
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
@@ -245,13 +242,13 @@ export class DialoguePolicy {
         // account too ("i dont remember ever signing up tho" after the e-mail was said to be taken; not "also i dont
         // have an account yet, how do i make one").
         // (Not a new problem told with it: "it says my email is already registered but I've never signed up".)
-        (message.account !== undefined && ACCOUNT_INTENTS.has(request) && ACCOUNT_INTENTS.has(understanding.intent) && !message.asks && !cues.has('wish') &&
+        (message.account !== undefined && this.#roles.account.has(request) && this.#roles.account.has(understanding.intent) && !message.asks && !cues.has('wish') &&
           (understanding.intent === request || !this.#problems.has(understanding.intent))))
     // A detail said to be one ("I use gmail if this is matter"), in a few words and no question: the request goes on.
     const detail = request !== undefined && cues.has('detail') && message.contentWords <= MAX_CORRECTION_WORDS && unasked
     // A street address while an address change waits for it, or corrects it ("oh wait its apt 3D not 3B sorry"),
     // whatever the model makes of its words.
-    const address = request !== undefined && ADDRESS_INTENTS.has(request) && unasked && isStreetAddress(reading.text ?? '')
+    const address = request !== undefined && this.#roles.address.has(request) && unasked && isStreetAddress(reading.text ?? '')
     // The order the assistant asked for, given by the support system's context with a few words ("yea this one"),
     // unless the message clearly asks for something else.
     const fromContext = state.pendingIntent !== undefined && context['order_id'] !== undefined && context['order_id'] !== state.facts['order_id'] &&
@@ -317,10 +314,10 @@ export class DialoguePolicy {
       const rescued = this.#rescue(turn, own, answers, inTopic.confidence)
       if (rescued !== undefined) return rescued
       if (cues.has('not_helped') && state.topic !== undefined && isSupportIntent(state.previousIntent ?? '')) return this.#notHelped(turn, this.#helpedMatter(state, state.topic))
-      if (this.#vents(turn, state.topic, newOrder, answers)) return this.#act(turn, 'complaint', undefined, complaintProbability(understanding))
+      if (this.#vents(turn, state.topic, newOrder, answers)) return this.#act(turn, this.#roles.complaint!, undefined, probabilityOf(understanding, this.#roles.complaint!))
       if (state.topic !== undefined && isSupportIntent(state.topic.intent) && this.#addsToRequest(turn, own)) return this.#continue(turn, state.topic.intent)
       // The new address an address change waits for, which the model cannot read: the change goes on.
-      if (state.topic !== undefined && ADDRESS_INTENTS.has(state.topic.intent) && isStreetAddress(reading.text ?? '')) return this.#continue(turn, state.topic.intent)
+      if (state.topic !== undefined && this.#roles.address.has(state.topic.intent) && isStreetAddress(reading.text ?? '')) return this.#continue(turn, state.topic.intent)
       return this.#notUnderstood(turn, inTopic.status, inTopic.confidence)
     }
 
@@ -332,15 +329,15 @@ export class DialoguePolicy {
     // another.
     // (Not in a request about the account, read in the message or active, where what happened to an item means nothing:
     // "can i just delete the work one, i dont need it" is no change of mind about an item.)
-    const accountMatter = ACCOUNT_INTENTS.has(understanding.intent) || (topicIntent !== undefined && ACCOUNT_INTENTS.has(topicIntent) && understanding.status !== 'understood')
+    const accountMatter = this.#roles.account.has(understanding.intent) || (topicIntent !== undefined && this.#roles.account.has(topicIntent) && understanding.status !== 'understood')
     // (Nor in a message that names a payment method: "and paypal? i dont really like putting my card in" says nothing
     // of an item.)
     const paymentMatter = (reading.slots?.paymentMethods?.length ?? 0) > 0
     const situationRequest = message.situation === undefined || accountMatter || paymentMatter ? undefined : this.#pack.slots.situation_requests[message.situation]
     // (Nor where a parcel is, for an item in hand: "when the parcel arrived yesterday the lid was cracked".)
-    const received = message.situation !== undefined && (this.#beforeDelivery.has(intent) || intent === 'track_order') && ITEM_IN_HAND.has(message.situation)
-    if (refundWanted) {
-      intent = 'get_refund'
+    const received = message.situation !== undefined && (this.#beforeDelivery.has(intent) || intent === this.#roles.parcel) && ITEM_IN_HAND.has(message.situation)
+    if (refundWanted && this.#roles.refund !== undefined) {
+      intent = this.#roles.refund
       situation = undefined
     } else if (situationRequest !== undefined && intent !== situationRequest && (!this.#sameFamily(intent, situationRequest) || received) && (confidence < CLEARLY_OTHER || received)) {
       intent = situationRequest
@@ -349,9 +346,10 @@ export class DialoguePolicy {
     // "so it should of been there already? where is it" while a refund is chased: the refund, not a parcel, unless the
     // message names one.
     // (Its reply is the refund's, whatever late-parcel answer the words match.)
-    const refundChased = topic?.intent === 'track_refund' && intent === 'track_order' && orderId === undefined && !PARCEL_WORDS.test(reading.text ?? '')
+    const refundStatus = this.#roles.refund_status
+    const refundChased = refundStatus !== undefined && topic?.intent === refundStatus && intent === this.#roles.parcel && orderId === undefined && !PARCEL_WORDS.test(reading.text ?? '')
     if (refundChased) {
-      intent = 'track_refund'
+      intent = refundStatus
       situation = undefined
     }
     // What was queued comes next when the customer asks for it, or agrees to go on.
@@ -399,14 +397,14 @@ export class DialoguePolicy {
 
     // "also change it on my account so this doesnt happen again" during an address change: the same change, for the
     // account's saved addresses, unless the model is sure of another request.
-    if (topic !== undefined && ADDRESS_INTENTS.has(topic.intent) && intent !== topic.intent && cues.has('account_scope') && !ADDRESS_INTENTS.has(intent) && confidence < CLEARLY_OTHER) {
+    if (topic !== undefined && this.#roles.address.has(topic.intent) && intent !== topic.intent && cues.has('account_scope') && !this.#roles.address.has(intent) && confidence < CLEARLY_OTHER) {
       intent = topic.intent
     }
 
     // "It didn't help", said about the request just answered: its next step, or a person.
     const justAnswered = topic !== undefined && state.previousIntent !== undefined && this.#sameMatter(state.previousIntent, topic)
     // Unless the customer says whom they want instead ("that didn't work, give me your phone number").
-    const asksForContact = own.status === 'understood' && CONTACT_INTENTS.has(own.intent) && own.confidence >= PROBABLY_OTHER
+    const asksForContact = own.status === 'understood' && this.#roles.contact.has(own.intent) && own.confidence >= PROBABLY_OTHER
     if (cues.has('not_helped') && topic !== undefined && !newOrder && !asksForContact && (this.#sameMatter(intent, topic) || justAnswered) &&
       !this.#asksElse(own, topic, reading.text, answers)) {
       return this.#notHelped(turn, this.#helpedMatter(state, topic, understanding))
@@ -419,8 +417,8 @@ export class DialoguePolicy {
     // Frustration vented in the middle of another request, asking nothing the pack answers ("this is the 2nd time with
     // you guys, really annoyed", "thats ridiculous, i've been shopping with you for years"): a complaint.
     if (this.#vents(turn, topic, newOrder, answers)) {
-      intent = 'complaint'
-      confidence = complaintProbability(understanding)
+      intent = this.#roles.complaint!
+      confidence = probabilityOf(understanding, intent)
       situation = undefined
     }
 
@@ -454,7 +452,7 @@ export class DialoguePolicy {
     // …and what the customer says they will do, with the order for it and no question ("great, I'll send it back
     // today. It's order 20517."), goes on with the request.
     const planOnly = turn.message.cues.has('own_plan') && turn.understanding.entities.orderId !== undefined && turn.reading.text?.includes('?') !== true
-    if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === 'complaint' && turn.understanding.furious) && !planOnly) {
+    if (isSupportIntent(intent) && this.#pack.intents[intent].handoff !== true && !(intent === this.#roles.complaint && turn.understanding.furious) && !planOnly) {
       const described = turn.message.situation === undefined ? undefined : this.#pack.slots.situation_requests[turn.message.situation]
       const topic = turn.state.topic
       // "and express?", "and my phone number": a fragment that leaves its question to the last one is answered within
@@ -545,7 +543,7 @@ export class DialoguePolicy {
     // A change to an order not yet delivered, with nothing told of an item in hand ("can i just swap the blue mug for
     // the black one in that order"), is the change itself, not the exchange of a delivered item.
     // (An order being cancelled has not shipped either: "dont cancel it. can i just swap the blue mug for the black one".)
-    if (this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined && (this.#beforeDelivery.has(topic.intent) || topic.intent === 'cancel_order') &&
+    if (this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined && (this.#beforeDelivery.has(topic.intent) || topic.intent === this.#roles.cancellation) &&
       choice?.answer !== undefined && !choice.answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home))) return undefined
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
@@ -612,10 +610,11 @@ export class DialoguePolicy {
    */
   #vents (turn: Turn, topic: Topic | undefined, newOrder: boolean, answers: AnswerRanking | undefined): boolean {
     const { understanding, message } = turn
-    if (topic === undefined || topic.intent === 'complaint' || message.situation !== undefined || newOrder) return false
-    if (!understanding.angry && understanding.candidates[0]?.intent !== 'complaint') return false
-    if (!understanding.candidates.some((candidate) => candidate.intent === 'complaint' && candidate.probability >= VENTED_COMPLAINT)) return false
-    if (understanding.candidates.some((candidate) => candidate.intent !== 'complaint' && candidate.probability >= PROBABLY_OTHER)) return false
+    const complaint = this.#roles.complaint
+    if (complaint === undefined || topic === undefined || topic.intent === complaint || message.situation !== undefined || newOrder) return false
+    if (!understanding.angry && understanding.candidates[0]?.intent !== complaint) return false
+    if (!understanding.candidates.some((candidate) => candidate.intent === complaint && candidate.probability >= VENTED_COMPLAINT)) return false
+    if (understanding.candidates.some((candidate) => candidate.intent !== complaint && candidate.probability >= PROBABLY_OTHER)) return false
     return (answers?.top()?.confidence ?? 0) < RESCUE_CONFIDENCE
   }
 
@@ -819,7 +818,7 @@ export class DialoguePolicy {
   #act (turn: Turn, intent: IntentName, situation: string | undefined, confidence: number): Decision {
     const { state, understanding, facts } = turn
     const definition = this.#pack.intents[intent]
-    const angry = intent === 'complaint' && understanding.furious
+    const angry = intent === this.#roles.complaint && understanding.furious
     const support = isSupportIntent(intent)
     // About the account, not an order ("where do I change the address in my account?"): its reply for the account.
     // (The order the conversation knows does not make it about that order: "change it on my account too".)
@@ -872,7 +871,7 @@ export class DialoguePolicy {
     const answer = answerId === undefined ? undefined : this.#answers.get(answerId)
     // A purchase date the answer cannot speak to is answered by the request's reply, which reasons with it.
     // A new address is answered by the change's own reply, with its link, not by the answer about the change.
-    const newAddress = ADDRESS_INTENTS.has(request) && isStreetAddress(turn.reading.text ?? '')
+    const newAddress = this.#roles.address.has(request) && isStreetAddress(turn.reading.text ?? '')
     // An order number given for an answer none of whose replies names an order ("specifically the one for order 51877"
     // after where all the invoices are) is answered by the request's own reply, for that order.
     const orderUnused = turn.understanding.entities.orderId !== undefined && answer !== undefined &&
@@ -919,7 +918,7 @@ export class DialoguePolicy {
     if (nextStep !== undefined && !saidAlready && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts, turn.values))) {
       return this.#base(turn, { intent, confidence: 1, reply: { kind: 'intent', situations: ['not_helped'], otherwise: 'not_helped' }, handoff: false, topic })
     }
-    if (recent.at(-1) === 'fallback:not_helped') return this.#act(turn, 'contact_human_agent', undefined, 1)
+    if (recent.at(-1) === 'fallback:not_helped' && this.#person !== undefined) return this.#act(turn, this.#person, undefined, 1)
     const decision = this.#base(turn, { intent, confidence: 1, reply: { kind: 'fallback', name: 'not_helped' }, handoff: false, topic })
     decision.slots.pending = 'offer_person'
     return decision
@@ -1261,7 +1260,7 @@ export class DialoguePolicy {
     const methods = reading.slots?.paymentMethods
     if (methods === undefined) return undefined
     if (understanding.intent !== 'check_payment_methods') {
-      const ranked = reading.answers?.best(PAYMENT_QUESTIONS)
+      const ranked = reading.answers?.best(this.#roles.payment)
       if (ranked === undefined || ranked.confidence < this.#answerThreshold) return undefined
     }
     // "paypal or amex?": both, as a person would answer.
@@ -1311,10 +1310,28 @@ function topicOf (state: DialogueState): { topic?: Topic } {
 }
 
 /** Whether the model is all but certain the message is off topic (SURELY_OFF_TOPIC). */
-/** The model's probability that the message is a complaint, rounded as confidences are. */
-function complaintProbability (understanding: Understanding): number {
-  const probability = understanding.candidates.find((candidate) => candidate.intent === 'complaint')?.probability ?? 0
+/** The model's probability that the message makes `intent`, rounded as confidences are. */
+function probabilityOf (understanding: Understanding, intent: IntentName): number {
+  const probability = understanding.candidates.find((candidate) => candidate.intent === intent)?.probability ?? 0
   return Math.round(probability * 1000) / 1000
+}
+
+/** What some requests are to the dialogue (the pack's `dialogue.roles`). */
+interface Roles {
+  account: ReadonlySet<IntentName>
+  address: ReadonlySet<IntentName>
+  contact: ReadonlySet<IntentName>
+  payment: ReadonlySet<IntentName>
+  complaint?: SupportIntent
+  refund?: SupportIntent
+  refund_status?: SupportIntent
+  parcel?: SupportIntent
+  cancellation?: SupportIntent
+}
+
+function rolesOf (pack: DomainPack): Roles {
+  const { account = [], address = [], contact = [], payment = [], ...single } = pack.dialogue?.roles ?? {}
+  return { account: new Set(account), address: new Set(address), contact: new Set(contact), payment: new Set(payment), ...single }
 }
 
 function surelyOffTopic (understanding: Understanding): boolean {

@@ -130,7 +130,28 @@ export const DomainDialogue = Type.Object({
     price: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} })
   }, { additionalProperties: false, default: {} }),
   /** How a reply names each request when it says it will come to it next ("the payment problem"). */
-  request_names: Type.Record(Type.String({ pattern: NAME }), Text, { default: {} })
+  request_names: Type.Record(Type.String({ pattern: NAME }), Text, { default: {} }),
+  /** What some requests are to the dialogue, so that the engine names no intent of its own. */
+  roles: Type.Object({
+    /** Requests about the customer's account: what happened to an item or a parcel means nothing in them. */
+    account: Type.Array(SupportIntentName, { default: [] }),
+    /** Requests that wait for a new address: a street address given while one is active goes on with it. */
+    address: Type.Array(SupportIntentName, { default: [] }),
+    /** Ways to reach the shop's people: asked with "that didn't help", they are what the customer wants instead. */
+    contact: Type.Array(SupportIntentName, { default: [] }),
+    /** The requests a question about a payment method named is in. */
+    payment: Type.Array(SupportIntentName, { default: [] }),
+    /** Where frustration vented in the middle of another request goes, and what a furious customer is handed over for. */
+    complaint: Type.Optional(SupportIntentName),
+    /** The refund asked to be done: for a missing part or a lost parcel, and after what happened. */
+    refund: Type.Optional(SupportIntentName),
+    /** A refund already asked for, chased: "where is it" while it is active is the refund, not a parcel. */
+    refund_status: Type.Optional(SupportIntentName),
+    /** Where a parcel is: no request for an item the customer has in hand. */
+    parcel: Type.Optional(SupportIntentName),
+    /** Cancelling an order: an order being cancelled has not shipped either. */
+    cancellation: Type.Optional(SupportIntentName)
+  }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false })
 
 /**
