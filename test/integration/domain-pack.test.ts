@@ -67,7 +67,10 @@ describe('a domain pack that is wrong stops start-up, naming the place', () => {
       answer.replies.default = ['Write to us about order {order_id}.']
     }, '(contact.email)/replies/default needs a template'],
     ['an answer with too few examples', (pack: Record<string, any>) => { pack['answers'][0].examples = ['how long'] }, '/answers/0/examples'],
-    ['an answer for an intent outside the support catalogue', (pack: Record<string, any>) => { pack['answers'][0].intents = ['greeting'] }, '/answers/0/intents/0']
+    ['an answer for an intent outside the support catalogue', (pack: Record<string, any>) => { pack['answers'][0].intents = ['greeting'] }, '/answers/0/intents/0'],
+    ['a dialogue role outside the support catalogue', (pack: Record<string, any>) => { pack['dialogue'].roles.refund = 'thanks' }, '/dialogue/roles/refund'],
+    ['an item situation the slots do not have', (pack: Record<string, any>) => { pack['slots'].item_in_hand.push('melted') }, '/slots: "melted" is no item_situation'],
+    ['a situation whose rule is no policy', (pack: Record<string, any>) => { pack['slots'].situation_policies.missing_item = 'lost_items' }, '/slots/situation_policies/missing_item: no policy "lost_items"']
   ])('%s', (_case, change, message) => {
     expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(DomainPackError)
     expect(() => checkDomainPack(variant(change), 'test pack')).toThrow(message)

@@ -34,12 +34,6 @@ const CLAUSE_CONFIDENCE = 0.5
  */
 const CLEARLY_OTHER = 0.8
 const PROBABLY_OTHER = 0.7
-/** What happened to a parcel, for which a refund asked for is the request. */
-const PARCEL_SITUATIONS: ReadonlySet<string> = new Set(['late_delivery', 'lost_parcel'])
-/** What happened to an item the customer has in hand: it cannot be about an order still to be delivered. */
-const ITEM_IN_HAND: ReadonlySet<string> = new Set(['broke_in_use', 'defective_item', 'wrong_item', 'doesnt_fit'])
-/** Reply situations that stand for another when a reply has none of their own. */
-const SITUATION_FALLBACKS: Readonly<Record<string, string>> = { lost_parcel: 'late_delivery', compromised: 'account_compromised' }
 /** The model must be this sure of the request a message makes for an answer given in it to report that request. */
 const OWN_REQUEST = 0.7
 /** A shop question asked in words the intent model did not take for one is answered when the selector is this sure. */
@@ -67,17 +61,6 @@ const CLAUSE_BREAK = /[,.;:!]/
 const BACK_TO_TOPIC = /^\W*(?:ok(?:ay)?\W+|so\W+)?(?:any ?ways?|anyhow|back to)\b/i
 /** Words that go back to an earlier request, opening a clause (CLAUSE_BREAK): "thanks. going back to the refund". */
 const BACK_TO_REQUEST = /^(?:(?:ok|okay|so|and|but) +)?(?:(?:going|coming|getting|get) +)?back to\b/i
-/** The pack's rule for what happened to an item or a parcel. */
-const SITUATION_FACTS: Readonly<Record<string, string>> = {
-  missing_item: 'missing_items',
-  defective_item: 'defective_items',
-  broke_in_use: 'defective_items',
-  late_delivery: 'late_deliveries',
-  lost_parcel: 'late_deliveries'
-}
-const SITUATION_FACT_NAMES: ReadonlySet<string> = new Set(Object.values(SITUATION_FACTS))
-/** What happened that has a time limit of its own, not the return window's. */
-const OWN_TIME_LIMIT: ReadonlySet<string> = new Set(['missing_item'])
 /** A number in the message: something the request may need, that no slot reads. */
 const DIGIT = /\d/
 /** Words that name a parcel or an order, not a refund. */
@@ -112,6 +95,11 @@ export class DialoguePolicy {
   readonly #roles: Roles
   /** The request that hands the conversation to a person (the pack's intent with `handoff: true`). */
   readonly #person: SupportIntent | undefined
+  /** The pack's item situations by what they are to the dialogue (slots.yaml). */
+  readonly #inHand: ReadonlySet<string>
+  readonly #parcels: ReadonlySet<string>
+  readonly #ownTimeLimit: ReadonlySet<string>
+  readonly #situationPolicies: ReadonlySet<string>
 
   constructor (pack: DomainPack) {
     this.#pack = pack
@@ -125,6 +113,10 @@ export class DialoguePolicy {
     this.#reportedAs = { time: pack.dialogue?.reported_as?.time ?? {}, own_purchase: pack.dialogue?.reported_as?.own_purchase ?? {}, price: pack.dialogue?.reported_as?.price ?? {} }
     this.#roles = rolesOf(pack)
     this.#person = SUPPORT_INTENTS.find((intent) => pack.intents[intent].handoff === true)
+    this.#inHand = new Set(pack.slots.item_in_hand)
+    this.#parcels = new Set(pack.slots.parcel_situations)
+    this.#ownTimeLimit = new Set(pack.slots.own_time_limit)
+    this.#situationPolicies = new Set(Object.values(pack.slots.situation_policies))
   }
 
   decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string, reading: MessageReading = {}): Decision {
@@ -167,7 +159,7 @@ export class DialoguePolicy {
     const answersWithDate = valueMessage && request !== undefined && this.#pack.intents[request].uses_return_window === true
     const previousDate = facts['purchase_date']
     // "I bought a lamp from you on 25 October": a purchase word further from the date than the recogniser looks.
-    const bought = cues.has('purchase') && message.situation !== 'late_delivery' && message.situation !== 'lost_parcel'
+    const bought = cues.has('purchase') && !this.#parcels.has(message.situation ?? '')
     // "sorry, it was october 26 not 28": a date corrects the purchase date the conversation knows.
     const correctsKnown = cues.has('correction') && previousDate !== undefined
     if (entities.date !== undefined && context['purchase_date'] === undefined && (entities.dateIsPurchase === true || answersWithDate || bought || correctsKnown)) {
@@ -232,7 +224,7 @@ export class DialoguePolicy {
     // honestly just refund me", not "could you tell me where it is, and whether I will be reimbursed?".)
     const refundAsked = reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === this.#roles.refund) === true
     const refundWanted = message.preference === 'prefers_refund' &&
-      ((message.situation === 'missing_item' && (cues.has('wish') || refundAsked || ASKS_TO_GET.test(reading.text ?? ''))) || (PARCEL_SITUATIONS.has(message.situation ?? '') && refundAsked))
+      ((this.#refundNotItsRequest(message.situation) && (cues.has('wish') || refundAsked || ASKS_TO_GET.test(reading.text ?? ''))) || (this.#parcels.has(message.situation ?? '') && refundAsked))
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     // (Not what the customer says they will do, with goodbye: "ok ill do the swap, bye".)
     const leaving = cues.has('own_plan') && cues.has('goodbye')
@@ -335,7 +327,7 @@ export class DialoguePolicy {
     const paymentMatter = (reading.slots?.paymentMethods?.length ?? 0) > 0
     const situationRequest = message.situation === undefined || accountMatter || paymentMatter ? undefined : this.#pack.slots.situation_requests[message.situation]
     // (Nor where a parcel is, for an item in hand: "when the parcel arrived yesterday the lid was cracked".)
-    const received = message.situation !== undefined && (this.#beforeDelivery.has(intent) || intent === this.#roles.parcel) && ITEM_IN_HAND.has(message.situation)
+    const received = message.situation !== undefined && (this.#beforeDelivery.has(intent) || intent === this.#roles.parcel) && this.#inHand.has(message.situation)
     if (refundWanted && this.#roles.refund !== undefined) {
       intent = this.#roles.refund
       situation = undefined
@@ -579,6 +571,16 @@ export class DialoguePolicy {
     const choice: AnswerChoice = { answer: top.answer, confidence: top.confidence }
     if (inTopic === undefined && !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && choice.answer.intents.includes(candidate.intent as SupportIntent))) return undefined
     return this.#answer(turn, choice, Math.max(confidence, choice.confidence), understanding.situation)
+  }
+
+  /**
+   * Whether what happened is told of an item (not a parcel on its way) and belongs to a request other than the refund
+   * (a part missing from the parcel), so that a refund wished for it is a request of its own.
+   */
+  #refundNotItsRequest (situation: string | undefined): boolean {
+    if (situation === undefined || this.#parcels.has(situation) || this.#roles.refund === undefined) return false
+    const request = this.#pack.slots.situation_requests[situation]
+    return request !== undefined && request !== this.#roles.refund
   }
 
   /**
@@ -1138,9 +1140,9 @@ export class DialoguePolicy {
    * one or refund me" of a smashed vase is no missing item, whatever its words share with that answer).
    */
   #aboutOtherSituation (answer: DomainAnswer, situation: string | undefined): boolean {
-    const own = situation === undefined ? undefined : SITUATION_FACTS[situation]
+    const own = situation === undefined ? undefined : this.#pack.slots.situation_policies[situation]
     if (own === undefined) return false
-    return answer.states.some((fact) => SITUATION_FACT_NAMES.has(fact) && fact !== own) && !answer.states.includes(own)
+    return answer.states.some((fact) => this.#situationPolicies.has(fact) && fact !== own) && !answer.states.includes(own)
   }
 
   /**
@@ -1151,7 +1153,7 @@ export class DialoguePolicy {
   #toldSituationReply (turn: Turn, intent: IntentName, answer: DomainAnswer): boolean {
     const situation = turn.message.situation
     const text = turn.reading.text
-    if (situation === undefined || !ITEM_IN_HAND.has(situation) || text === undefined || text.includes('?') || text.split(CLAUSE_BREAK).some((clause) => QUESTION_OPENING.test(clause))) return false
+    if (situation === undefined || !this.#inHand.has(situation) || text === undefined || text.includes('?') || text.split(CLAUSE_BREAK).some((clause) => QUESTION_OPENING.test(clause))) return false
     // (An answer of a rule, that is; one of the request itself, "it arrived smashed, again", says more.)
     return this.#questions.has(answer.intents[0]!) && answer.replies[situation] === undefined && this.#pack.intents[intent].replies[situation] !== undefined
   }
@@ -1237,7 +1239,7 @@ export class DialoguePolicy {
     for (const situation of [slots.situation, slots.preference, slots.account]) {
       if (situation === undefined) continue
       described.push(situation)
-      const instead = SITUATION_FALLBACKS[situation]
+      const instead = this.#pack.slots.reply_fallbacks[situation]
       if (instead !== undefined) described.push(instead)
     }
     if (values['payment_method'] !== undefined) described.push('listed_method')
@@ -1247,9 +1249,9 @@ export class DialoguePolicy {
     if (modelSituation !== undefined && slots.situation === undefined) described.push(modelSituation)
     // (A date just given answers with the return window first, unless what happened has a time limit of its own: a
     // missing part is reported within days of delivery, whenever it was bought.)
-    const ownLimit = slots.situation !== undefined && OWN_TIME_LIMIT.has(slots.situation)
+    const ownLimit = slots.situation !== undefined && this.#ownTimeLimit.has(slots.situation)
     // (Nor, well inside the window, what happened to an item, told with the date: its reply says what to do.)
-    const toldNow = turn.message.situation !== undefined && ITEM_IN_HAND.has(turn.message.situation) && window[0] === 'inside_window'
+    const toldNow = turn.message.situation !== undefined && this.#inHand.has(turn.message.situation) && window[0] === 'inside_window'
     const ordered = turn.newDate && !ownLimit && !toldNow ? [...window, ...described] : [...described, ...window]
     return [...ordered, 'default'].filter((situation, i, all) => replies[situation] !== undefined && all.indexOf(situation) === i)
   }

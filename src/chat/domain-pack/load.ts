@@ -124,6 +124,14 @@ export function checkDomainPack (data: unknown, source = 'domain pack'): DomainP
   const pack = checkShape(DomainPack, data, source)
   const problems: string[] = []
   const slotSituations = [...Object.keys(pack.slots.item_situation), ...Object.keys(pack.slots.preference), ...Object.keys(pack.slots.account)]
+  const itemSituations = new Set(Object.keys(pack.slots.item_situation))
+  const { situation_policies: policiesOf, item_in_hand: inHand, parcel_situations: parcels, own_time_limit: ownLimit } = pack.slots
+  for (const situation of [...Object.keys(policiesOf), ...inHand, ...parcels, ...ownLimit]) {
+    if (!itemSituations.has(situation)) problems.push(`/slots: "${situation}" is no item_situation`)
+  }
+  for (const [situation, policy] of Object.entries(policiesOf)) {
+    if (!(policy in pack.policies)) problems.push(`/slots/situation_policies/${situation}: no policy "${policy}"`)
+  }
   for (const [name, intent] of Object.entries(pack.intents)) {
     const where = `/intents/${name}/replies`
     const situations = new Set<string>([...DIALOGUE_SITUATIONS, ...slotSituations, ...Object.keys(intent.situations ?? {})])

@@ -185,6 +185,19 @@ export const DomainSlots = Type.Object({
   item_situation: SlotValues,
   /** The request each item situation belongs to (`wrong_item: get_refund`). */
   situation_requests: Type.Record(Type.String({ pattern: NAME }), SupportIntentName, { default: {} }),
+  /**
+   * The policy that states each item situation's rule (`missing_item: missing_items`): an answer stating another
+   * situation's rule, and not this one's, is not given for it.
+   */
+  situation_policies: Type.Record(Type.String({ pattern: NAME }), Type.String({ pattern: NAME }), { default: {} }),
+  /** Situations of an item the customer has in hand: no parcel to track, and told with the date, the fault's reply. */
+  item_in_hand: Type.Array(Type.String({ pattern: NAME }), { default: [] }),
+  /** Situations of a parcel on its way (late, lost): a refund asked to be done for one is the refund. */
+  parcel_situations: Type.Array(Type.String({ pattern: NAME }), { default: [] }),
+  /** Situations with a time limit of their own, not the return window's: a date given is not answered with the window. */
+  own_time_limit: Type.Array(Type.String({ pattern: NAME }), { default: [] }),
+  /** A reply situation to try when a reply has none for this one (`lost_parcel: late_delivery`). */
+  reply_fallbacks: Type.Record(Type.String({ pattern: NAME }), Type.String({ pattern: NAME }), { default: {} }),
   /** Refund or exchange. */
   preference: SlotValues,
   /** The customer's account (`no_account`). */
