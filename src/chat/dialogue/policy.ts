@@ -288,7 +288,7 @@ export class DialoguePolicy {
 
     // Several requests at once: the first is answered now, and the others too or next.
     // (The refund asked for is the request, whatever the clauses that tell what happened ask.)
-    const requests = refundWanted ? [] : this.#requests(reading.clauses, understanding)
+    const requests = refundWanted ? [] : this.#requests(reading.clauses, understanding, reading.answers?.top()?.answer?.id)
     const clauses = this.#questionFirst(requests)
     // "I'd like to cancel order 72105 please, and does it cost anything?", "can i cancel my order and will it cost me
     // anything": the question is answered first, and the request the customer asks to be done is the message's
@@ -1032,9 +1032,9 @@ export class DialoguePolicy {
    * The requests of a message that makes several, in order, or none: at least two different ones, each clause
    * understood with confidence and asking (or describing what happened), one of them the message's own reading.
    */
-  #requests (given: readonly ClauseReading[] | undefined, whole: Understanding): ClauseReading[] {
+  #requests (given: readonly ClauseReading[] | undefined, whole: Understanding, wholeAnswer?: string): ClauseReading[] {
     if (given === undefined) return []
-    const clauses = given.map((clause) => this.#questionOfWhole(clause, whole))
+    const clauses = given.map((clause) => this.#questionOfWhole(clause, whole, wholeAnswer))
     // A clause the model is unsure of that asks nothing to be done does not outvote a whole message it reads as
     // another request ("actually i dont need the work one anymore. how do i close it" is closing the account).
     const wholeSure = whole.status === 'understood' && whole.confidence >= PROBABLY_OTHER
@@ -1065,13 +1065,14 @@ export class DialoguePolicy {
   /**
    * A clause that asks a question the model reads as off topic on its own, but not surely, while the selector is
    * fairly sure of an answer of the request the whole message makes ("How much is the faster one? And is standard
-   * delivery free…"): that request's question.
+   * delivery free…"): that request's question — unless its answer is the one the whole message gets anyway ("I was in
+   * hospital and couldn't send the return in time. Is there anything you can do?").
    */
-  #questionOfWhole (clause: ClauseReading, whole: Understanding): ClauseReading {
+  #questionOfWhole (clause: ClauseReading, whole: Understanding, wholeAnswer: string | undefined): ClauseReading {
     const own = clause.understanding
     if (own.status === 'understood' || !clause.asks || whole.status !== 'understood' || !isSupportIntent(whole.intent) || surelyOffTopic(own)) return clause
     const top = clause.answers?.top()
-    if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE || !top.answer.intents.includes(whole.intent)) return clause
+    if (top?.answer === undefined || top.confidence < RESCUE_CONFIDENCE || !top.answer.intents.includes(whole.intent) || top.answer.id === wholeAnswer) return clause
     return { ...clause, understanding: { ...own, intent: whole.intent, status: 'understood', confidence: top.confidence } }
   }
 
