@@ -154,8 +154,12 @@ export class ChatService {
   read (message: string, today: string): MessageRead {
     const { words, stems } = readWords(message)
     const understanding = this.understander.understand(message, today, words)
-    const reading: MessageReading = { text: message, answers: this.answers.rank(stems, questionStems(message)), slots: this.slots.read(stems, message, words) }
-    const clauses = this.#clauses(message, understanding, today)
+    // Split into sentences once, and only when something asks for it: a question mark, or an and-question.
+    const asking = message.includes('?')
+    const andQuestion = AND_QUESTION.test(message)
+    const sentences = asking || andQuestion ? message.split(SENTENCE_BREAK) : []
+    const reading: MessageReading = { text: message, answers: this.answers.rank(stems, asking ? questionStems(sentences) : undefined), slots: this.slots.read(stems, message, words) }
+    const clauses = this.#clauses(message, understanding, today, { asking, andQuestion, sentences: sentenceCount(sentences) })
     if (clauses !== undefined) reading.clauses = clauses
     return { understanding, reading }
   }
@@ -164,13 +168,10 @@ export class ChatService {
    * Each clause read on its own, when the message may make more than one request: a second request in scope is
    * among the model's candidates for the whole message, and the message has several clauses.
    */
-  #clauses (message: string, understanding: Understanding, today: string): ClauseReading[] | undefined {
+  #clauses (message: string, understanding: Understanding, today: string, shape: MessageShape): ClauseReading[] | undefined {
     const second = understanding.candidates[1]
     const likely = second !== undefined && second.probability >= SECOND_REQUEST_PROBABILITY && isSupportIntent(second.intent)
-    const andQuestion = AND_QUESTION.test(message)
-    const asking = message.includes('?')
-    // Only an and-question or a question mark needs the sentences counted (most messages have neither).
-    const sentences = andQuestion || asking ? sentenceCount(message) : 0
+    const { asking, andQuestion, sentences } = shape
     const several = likely || ANOTHER_REQUEST.test(message) || (andQuestion && sentences <= MAX_AND_SENTENCES)
     // (A question asked in a sentence of its own beside another that asks for something to be done, "i'd like to
     // cancel it please. is there a charge?", is a second request whatever the model makes of the whole; beside one
@@ -269,10 +270,17 @@ function newConversation (ownerKey: string, userId: string, timestamp: string): 
   return { id: randomUUID(), ownerKey, userId, createdAt: timestamp, updatedAt: timestamp, facts: {}, misunderstoodInARow: 0, turns: [] }
 }
 
-/** The sentences of a message that have a letter. */
-function sentenceCount (message: string): number {
+/** Whether a message asks with a question mark or an and-question, and how many sentences it has (when it does). */
+interface MessageShape {
+  asking: boolean
+  andQuestion: boolean
+  sentences: number
+}
+
+/** How many of a message's sentences have a letter. */
+function sentenceCount (sentences: readonly string[]): number {
   let count = 0
-  for (const sentence of message.split(SENTENCE_BREAK)) if (LETTER.test(sentence)) count++
+  for (const sentence of sentences) if (LETTER.test(sentence)) count++
   return count
 }
 
@@ -282,9 +290,7 @@ const LETTER = /[a-z]/i
  * The stems of the sentences that ask, when the message also tells something in sentences of its own ("I typed it
  * exactly as in the e-mail. Can I use it with another code?"): the answer is to the question.
  */
-function questionStems (message: string): string[] | undefined {
-  if (!message.includes('?')) return undefined
-  const sentences = message.split(SENTENCE_BREAK)
+function questionStems (sentences: readonly string[]): string[] | undefined {
   if (sentences.length < 2) return undefined
   const questions = sentences.filter((sentence) => sentence.includes('?'))
   if (questions.length === sentences.length) return undefined
