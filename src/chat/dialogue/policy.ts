@@ -486,10 +486,12 @@ export class DialoguePolicy {
     const own = answers.best(new Set([intent]))
     const among = sure ? answers.bestAmong(new Set([intent])) : undefined
     const active = topic === undefined ? undefined : answers.best(new Set([topic.intent, ...topic.aside === undefined ? [] : [topic.aside]]))
-    // (Not an answer only of the active request when the model is sure the message tells another problem: "Also I
-    // forget the password for the business account" after switching accounts is the password.)
-    const otherProblem = sure && this.#problems.has(intent) && active?.answer?.intents.includes(intent) !== true
-    let choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) && !otherProblem ? active : own
+    // (Not an answer only of the active request when the model is sure the message tells another problem, or makes a
+    // request that is no follow-up of the active one: "Also I forget the password for the business account" after
+    // switching accounts is the password; "also i moved house… how do i change that one" after the e-mail, the address.)
+    const elsewhere = topic !== undefined && (this.#problems.has(intent) || (intent !== topic.intent && this.#followUps.get(topic.intent)?.has(intent) !== true))
+    const otherRequest = sure && elsewhere && active?.answer?.intents.includes(intent) !== true
+    let choice = active?.answer !== undefined && active.confidence > (own?.confidence ?? 0) && !otherRequest ? active : own
     const top = answers.top()
     // A request the model is sure of gives way only to an answer the selector is sure of ("have it delivered to my
     // office instead?" is an address change, whatever words it shares with store pickup).
