@@ -250,6 +250,10 @@ export class DialoguePolicy {
       return this.#continue(turn, request)
     }
 
+    // "what if its already been shipped tho" while changing the address: the case supposed, answered for that request.
+    const supposed = this.#supposedInRequest(turn)
+    if (supposed !== undefined) return this.#answer(turn, supposed, supposed.confidence, undefined)
+
     // "back to the order, what if it already shipped?", "going back to the refund…": the request made before the one
     // just answered, with the answer among its own.
     const resumed = this.#resumed(state, reading)
@@ -583,6 +587,26 @@ export class DialoguePolicy {
     if (situation === undefined || this.#parcels.has(situation) || this.#roles.refund === undefined) return false
     const request = this.#pack.slots.situation_requests[situation]
     return request !== undefined && request !== this.#roles.refund
+  }
+
+  /**
+   * A question supposing a case (the `supposing` cue: "what if…", "and if…") that the selector is fairly sure of an
+   * answer for (RESCUE_CONFIDENCE) which supposes a case of its own (`supposes`), asked inside a request: the answer
+   * for that case that is the active request's own (its home, else one of its requests) — "what if it ships before i
+   * get to do it" while changing an order is no cancellation's answer. None when the active request has none, or the
+   * model is sure of a request that is neither the active one nor one of its follow-ups.
+   */
+  #supposedInRequest (turn: Turn): AnswerChoice | undefined {
+    const { message, state, understanding, reading } = turn
+    const topic = state.topic
+    if (!message.cues.has('supposing') || topic === undefined || !isSupportIntent(state.previousIntent ?? '')) return undefined
+    if (understanding.status === 'understood' && understanding.confidence >= CLEARLY_OTHER && !this.#sameMatter(understanding.intent, topic)) return undefined
+    const top = reading.answers?.top()
+    const supposes = top?.answer?.supposes
+    if (supposes === undefined || top!.confidence < RESCUE_CONFIDENCE || top!.answer!.intents[0] === topic.intent) return undefined
+    const cases = this.#pack.answers.filter((answer) => answer.supposes === supposes)
+    const own = cases.find((answer) => answer.intents[0] === topic.intent) ?? cases.find((answer) => answer.intents.includes(topic.intent))
+    return own === undefined ? undefined : { answer: own, confidence: top!.confidence }
   }
 
   /**

@@ -169,6 +169,11 @@ export const DomainAnswer = Type.Object({
    * be stated by some answer, and a figure a reply writes out must be in one of these.
    */
   states: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)?$' })),
+  /**
+   * The case it supposes (`shipped`: what happens once the order has shipped): a question supposing that case inside
+   * a request is answered by that request's own answer for it, whichever request's the words match best.
+   */
+  supposes: Type.Optional(Type.String({ pattern: NAME })),
   /** Templates by situation (the item's, the return window's, the account's…); `default` is required. */
   replies: IntentReplies,
   /** Questions as customers ask them: what selects the answer. */
