@@ -35,7 +35,7 @@ const MAX_DATE_SHAPES = 16
  * Only text with a date's shape goes through the parser — a month or a weekday, a relative word, an ordinal, digits
  * with "/", "." or "-" between them: most messages have none (an order number or a price alone is no date).
  */
-const DATE_HINT = /\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april|june|july|august|september|october|november|december|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today|tonight|tomorrow|ago|back|last|week|weeks|fortnight|weekend|morning|afternoon|evening)\b|\d(?:st|nd|rd|th)\b|\d[/.-]\d/gi
+const DATE_HINT = /\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april|june|july|august|september|october|november|december|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today|tonight|tomorrow|ago|back|last|week|weeks|fortnight|weekend)\b|\d(?:st|nd|rd|th)\b|\d[/.-]\d/gi
 /** "this morning": today, which chrono leaves uncertain. */
 const THIS_PART_OF_DAY = /\bthis (?:morning|afternoon|evening)\b/i
 /** Same-length rewrites chrono understands: "two weeks back" is "two weeks ago ", "a fortnight" two weeks. */
@@ -45,7 +45,7 @@ const FORTNIGHT = /\ba fortnight\b/gi
 const NOT_DATES = new Set(['may', 'march', 'mar', 'sat', 'sun', 'wed', 'second', 'mon', 'fri', 'thu', 'tue', 'jan', 'jun', 'aug', 'now', 'today', 'tonight'])
 
 export function findDates (text: string, today: string): MentionedDate[] {
-  if (text.search(DATE_HINT) < 0) return []
+  if (text.search(DATE_HINT) < 0 && !THIS_PART_OF_DAY.test(text)) return []
   // The parser's work grows with the dates it finds: the first stretch of a long message is where they are, and no
   // message a person writes has more than a few ("10/08 " repeated is 160 of them in that stretch).
   const prepared = firstDateShapes(text.slice(0, MAX_PARSED_LENGTH)).replace(BACK, (_match, unit: string) => `${unit} ago `).replace(FORTNIGHT, '2 weeks    ')
