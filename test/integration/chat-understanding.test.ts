@@ -95,6 +95,7 @@ describe('entities in a message', () => {
     ['the zip code is 97211, order 55120', { orderId: '55120' }],
     ["order D-81200 I think, or maybe D-81220, wait… yes it's D-81220", { orderId: 'D-81220' }],
     ['order 52209 not 52290', { orderId: '52209' }],
+    ['my orders A-50210, A-50233 and A-50247: please cancel A-50233', { orderId: 'A-50233' }],
     ['the order I made on 3 November 2026', { date: '2026-11-03', dateIsPurchase: true }],
     ['call me on 800 555 0100', {}],
     ['I paid $49.99 in 2025', {}],

@@ -248,16 +248,23 @@ export function extractEntities (message: string, spans: readonly EntitySpan[] =
 }
 
 /**
- * The order number a message means: the first, unless a later, different one follows words that take the earlier back
- * ("D-81200 I think, or maybe… yes it's D-81220", "52290, sorry I mean 52209"; not "52209 not 52290").
+ * The order number a message means: of several, the one named twice; else the first, unless a later, different one
+ * follows words that take the earlier back ("D-81200 I think, or maybe… yes it's D-81220", "52290, sorry I mean 52209";
+ * not "52209 not 52290").
  */
 function orderNumberMeant (message: string, spans: readonly EntitySpan[]): string | undefined {
-  let meant: EntitySpan | undefined
-  for (const span of spans) {
-    if (span.kind !== 'order_number') continue
-    if (meant === undefined || (span.value.toUpperCase() !== meant.value.toUpperCase() && TAKEN_BACK.test(message.slice(meant.end, span.start)))) meant = span
+  const orders = spans.filter((span) => span.kind === 'order_number')
+  if (orders.length === 0) return undefined
+  // Of several, one named again is the one meant: "three orders this week (A-50210, A-50233, A-50247). I need to
+  // cancel A-50233".
+  const values = orders.map((span) => span.value.toUpperCase())
+  const repeated = new Set(values.filter((value, i) => values.indexOf(value) !== i))
+  if (repeated.size === 1 && new Set(values).size > 1) return orders.findLast((span) => repeated.has(span.value.toUpperCase()))!.value
+  let meant = orders[0]!
+  for (const span of orders.slice(1)) {
+    if (span.value.toUpperCase() !== meant.value.toUpperCase() && TAKEN_BACK.test(message.slice(meant.end, span.start))) meant = span
   }
-  return meant?.value
+  return meant.value
 }
 
 /** Words between two order numbers that take the first back. */
