@@ -1116,8 +1116,12 @@ export class DialoguePolicy {
     }
     if (whole.status === 'understood' || whole.confidence >= CLEARLY_OTHER) return undefined
     const sure = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) && clause.understanding.confidence >= CLEARLY_OTHER)
-    if (sure.length !== 1 || clauses.some((clause) => clause !== sure[0] && clause.asks)) return undefined
-    return sure[0]
+    // (Of two sure clauses, the one that asks: "ok so my 1 star review. it broke after 3 days…", the review only told.
+    // Another clause may ask the same request again: "…motor smells burnt. actually can i just get my money back".)
+    const asking = sure.filter((clause) => clause.asks || clause.wants)
+    const chosen = sure.length === 1 ? sure[0]! : asking.length === 1 ? asking[0]! : undefined
+    if (chosen === undefined || clauses.some((clause) => clause !== chosen && clause.asks && clause.understanding.intent !== chosen.understanding.intent)) return undefined
+    return chosen
   }
 
   /** Whether a clause is another request than the earlier ones, sure and answerable without an order or a person. */
