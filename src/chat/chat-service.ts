@@ -258,7 +258,7 @@ const ANOTHER_REQUEST = /\b(?:also|plus|another thing|as well)\b/i
  * an account of what happened.
  */
 const MAX_AND_SENTENCES = 3
-const AND_QUESTION = /\band (?:can|could|will|would|is|does|do|how|what|when)\b/i
+const AND_QUESTION = /\band (?:can|could|will|would|is|are|does|do|how|what|when|where)(?:'?s)?\b/i
 /** A message of more clauses is a story, not a list of requests: it is read whole. */
 const MAX_CLAUSES = 6
 
