@@ -1191,10 +1191,7 @@ export class DialoguePolicy {
 
   /** Whether one of the last replies was `intent`'s own, or an answer whose home it is. */
   #answeredLately (state: DialogueState, intent: SupportIntent): boolean {
-    return (state.slots?.recent ?? []).some((key) => {
-      const { kind, name } = repliedWith(key)
-      return (kind === 'intent' && name === intent) || (kind === 'answer' && this.#answers.get(name)?.intents[0] === intent)
-    })
+    return (state.slots?.recent ?? []).some((key) => this.#requestOf(key) === intent)
   }
 
   /** Whether two requests are one or follow up each other. */
