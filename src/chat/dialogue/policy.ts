@@ -1289,7 +1289,8 @@ export class DialoguePolicy {
     // Most messages name no method: then there is nothing to rank.
     const methods = reading.slots?.paymentMethods
     if (methods === undefined) return undefined
-    if (understanding.intent !== 'check_payment_methods') {
+    // (Unless the model reads the shop's question about payment methods: a question of the payment role.)
+    if (!(this.#roles.payment.has(understanding.intent) && this.#questions.has(understanding.intent))) {
       const ranked = reading.answers?.best(this.#roles.payment)
       if (ranked === undefined || ranked.confidence < this.#answerThreshold) return undefined
     }
