@@ -602,11 +602,11 @@ export class DialoguePolicy {
     if (!message.cues.has('supposing') || topic === undefined || !isSupportIntent(state.previousIntent ?? '')) return undefined
     if (understanding.status === 'understood' && understanding.confidence >= CLEARLY_OTHER && !this.#sameMatter(understanding.intent, topic)) return undefined
     const top = reading.answers?.top()
-    const supposes = top?.answer?.supposes
-    if (supposes === undefined || top!.confidence < RESCUE_CONFIDENCE || top!.answer!.intents[0] === topic.intent) return undefined
+    if (top?.answer?.supposes === undefined || top.confidence < RESCUE_CONFIDENCE || top.answer.intents[0] === topic.intent) return undefined
+    const { supposes } = top.answer
     const cases = this.#pack.answers.filter((answer) => answer.supposes === supposes)
     const own = cases.find((answer) => answer.intents[0] === topic.intent) ?? cases.find((answer) => answer.intents.includes(topic.intent))
-    return own === undefined ? undefined : { answer: own, confidence: top!.confidence }
+    return own === undefined ? undefined : { answer: own, confidence: top.confidence }
   }
 
   /**
