@@ -647,9 +647,10 @@ export class DialoguePolicy {
   }
 
   /**
-   * A short statement (at most MAX_VAGUE_WORDS content words, no question) in the middle of a request, which the
-   * model does not find clearly off topic: what the customer adds to the matter at hand ("checked with the
-   * neighbours", "both on my visa", "maybe my husband did, we share the email"), not an aside.
+   * A statement (no question) in the middle of a request, which the model does not find clearly off topic: what the
+   * customer adds to the matter at hand ("checked with the neighbours", "both on my visa", "maybe my husband did, we
+   * share the email"), not an aside. Up to MAX_VAGUE_WORDS content words below ADDED_OFF_TOPIC, up to MAX_ADDED_WORDS
+   * below LONGER_ADDED_OFF_TOPIC.
    */
   #addsToRequest (turn: Turn, understanding: Understanding): boolean {
     const { message, state, reading } = turn
