@@ -144,6 +144,8 @@ export class AnswerRanking {
   readonly #probabilities: readonly number[] | undefined
   /** The words of the message that matched (each once, or twice for the question asked). */
   readonly #terms: readonly Posting[]
+  /** top()'s entry once found (null: not yet). */
+  #top: RankedEntry | undefined | null = null
 
   constructor (entries: readonly Entry[], membership: EntryMembership, probabilities: readonly number[] | undefined, terms: readonly Posting[]) {
     this.#entries = entries
@@ -215,13 +217,14 @@ export class AnswerRanking {
     return { answer: this.#entries[best]!.answer!, confidence: Math.round(probabilities[best]! / sum * 1000) / 1000 }
   }
 
-  /** The most probable entry of all. */
+  /** The most probable entry of all; found once, since the dialogue asks for it at several of its steps. */
   top (): RankedEntry | undefined {
+    if (this.#top !== null) return this.#top
     const probabilities = this.#probabilities
-    if (probabilities === undefined) return undefined
     let best = 0
-    for (let i = 1; i < this.#entries.length; i++) if (probabilities[i]! > probabilities[best]!) best = i
-    return this.#choice(best)
+    if (probabilities !== undefined) for (let i = 1; i < this.#entries.length; i++) if (probabilities[i]! > probabilities[best]!) best = i
+    this.#top = probabilities === undefined ? undefined : this.#choice(best)
+    return this.#top
   }
 
   #choice (index: number): RankedEntry | undefined {
