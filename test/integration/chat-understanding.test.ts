@@ -124,6 +124,14 @@ describe('entities in a message', () => {
     expect(recogniseEntities(message, '2026-11-20').map((span) => [span.kind, span.value])).toEqual(expected)
   })
 
+  it('marks a date of which only the day of the month was written, and no other', () => {
+    const dayOnly = (message: string): Array<boolean | undefined> => recogniseEntities(message, '2026-11-20').map((span) => span.dayOnly)
+    expect(dayOnly('no wait, it was the 12th')).toEqual([true])
+    expect(dayOnly('no wait, it was this morning')).toEqual([undefined])
+    expect(dayOnly('no wait, it was on monday')).toEqual([undefined])
+    expect(dayOnly('no wait, it was 12 october')).toEqual([undefined])
+  })
+
   it('a message that is only a short code offers it as a bare code, for the dialogue to take when it asked', () => {
     expect(extractEntities('4417')).toEqual({ bareCode: '4417' })
     expect(extractEntities("it's 55-x!")).toEqual({ bareCode: '55-X' })

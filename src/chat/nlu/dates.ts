@@ -58,7 +58,7 @@ export function findDates (text: string, today: string): MentionedDate[] {
     let day = dayNumber(`${String(start.get('year')).padStart(4, '0')}-${pad(start.get('month'))}-${pad(start.get('day'))}`)
     const now = dayNumber(today)
     if (day > now) day = mostRecent(day, now, start)
-    const dayOnly = !start.isCertain('month') && !start.isCertain('weekday') && !start.tags().has('result/relativeDate')
+    const dayOnly = start.isCertain('day') && !start.isCertain('month') && !start.isCertain('weekday') && !start.tags().has('result/relativeDate')
     dates.push({ start: result.index, end: result.index + result.text.length, date: isoDate(day), ...(dayOnly ? { dayOnly } : {}) })
   }
   return dates
