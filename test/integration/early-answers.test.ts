@@ -1,3 +1,5 @@
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { API_KEY, createTestApp, listen, type TestApp } from '../support/app.ts'
 import { CAMERA_TAGS, ImageFactory } from '../support/images.ts'
@@ -167,4 +169,41 @@ describe('an answer before the body has been read whole', () => {
     }
     expect(await t.scratchFiles()).toEqual([])
   }, 60_000)
+})
+
+describe('an answer to a client that is still sending', () => {
+  it('reaches a client that reads it only later: the connection is closed in stages, not reset', async () => {
+    // A client busy sending reads its answer late. A server that closes the connection whole as soon as it has
+    // answered makes the kernel answer the bytes still arriving with a reset, which throws the unread answer away.
+    const socket = connect(apps.main.port, '127.0.0.1')
+    await once(socket, 'connect')
+    socket.pause()
+    const state = { sending: true }
+    const errors: string[] = []
+    socket.on('error', (error: NodeJS.ErrnoException) => { errors.push(error.code ?? error.message) })
+    socket.on('close', () => { state.sending = false })
+    socket.on('end', () => { state.sending = false })
+    // The server's end of the connection, or a reset.
+    const gone = new Promise((resolve) => { socket.once('end', resolve).once('close', resolve) })
+    socket.write(requestHead('POST', '/v1/metadata', { ...MULTIPART, 'transfer-encoding': 'chunked' }))
+    const piece = Buffer.concat(chunked(Buffer.alloc(64 * 1024, 'x')).slice(0, 3))
+    const pump = (): void => {
+      let room = true
+      while (state.sending && room) room = socket.write(piece)
+    }
+    socket.on('drain', pump)
+    pump()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    let text = ''
+    socket.on('data', (chunk: Buffer) => { text += chunk.toString('latin1') })
+    socket.resume()
+    await gone
+    state.sending = false
+    socket.destroy()
+    const [head = '', body = ''] = text.split('\r\n\r\n')
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized')
+    expect(head.toLowerCase()).toContain('\r\nconnection: close')
+    expect((JSON.parse(body) as { code: string }).code).toBe('UNAUTHORIZED')
+    expect(errors).toEqual([])
+  }, 20_000)
 })

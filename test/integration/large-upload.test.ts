@@ -190,8 +190,11 @@ describe('large images as JSON data URIs', () => {
         response.on('end', () => { resolve({ status: response.statusCode!, body: JSON.parse(text) }) })
         response.on('error', reject)
       })
-      // The service closes the connection with its answer: the rest of the body cannot be sent.
-      outgoing.on('error', () => {})
+      // The service closes the connection after its answer: the rest of the body cannot be sent. An error before
+      // the answer (a reset) is a failure, not a wait for the test's timeout.
+      let answered = false
+      outgoing.on('response', () => { answered = true })
+      outgoing.on('error', (error) => { if (!answered) reject(error) })
       Readable.from(body()).pipe(outgoing)
     })
     expect(answer).toEqual({
