@@ -207,9 +207,10 @@ export class DialoguePolicy {
     const asksOther = understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.intent !== request &&
       understanding.confidence >= (cues.has('another') ? CLEARLY_OTHER : PROBABLY_OTHER)
     // A longer one too when the model makes little of it ("oh and the car seat from order 90240 too, same thing").
-    // A correction of the order number in a few words and no question ("sorry, the order is 52209 not 52290, typo")
-    // is the correction, whatever request the model reads in the words around it.
-    const correctsOrder = newOrder && state.facts['order_id'] !== undefined && request !== undefined && cues.has('correction') && message.contentWords <= MAX_VALUE_WORDS && unasked
+    // A correction of the order number in a few words and no question ("sorry, the order is 52209 not 52290, typo"),
+    // or saying why in a few more ("i meant 52209, the other one came last week"), is the correction, whatever
+    // request the model reads in the words around it.
+    const correctsOrder = newOrder && state.facts['order_id'] !== undefined && request !== undefined && cues.has('correction') && message.contentWords <= MAX_CORRECTION_WORDS && unasked
     // (With no request active, there is none to repeat: "could you send me another one" asks for a replacement.)
     const forAnother = correctsOrder || (orderId !== undefined && request !== undefined && (cues.has('another') || cues.has('correction')) && !asksOther &&
       (message.contentWords <= MAX_VALUE_WORDS || understanding.status !== 'understood' || understanding.confidence < CLAUSE_CONFIDENCE))
