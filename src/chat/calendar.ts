@@ -46,3 +46,12 @@ export function dayNumber (date: string): number {
 export function isoDate (dayNumber: number): string {
   return new Date(dayNumber * DAY_MS).toISOString().slice(0, 10)
 }
+
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December']
+
+/** A YYYY-MM-DD date as a reply writes it to a customer: "December 2, 2026". Anything else is left as it is. */
+export function writtenDate (date: string): string {
+  if (!isCalendarDate(date)) return date
+  const [year, month, day] = date.split('-').map(Number) as [number, number, number]
+  return `${MONTHS[month - 1]!} ${day}, ${year}`
+}

@@ -182,7 +182,7 @@ describe('dialogue', () => {
   it('takes the purchase date from the message when the customer says when they bought', async () => {
     const chat = chatService(() => new Date('2026-11-21T12:00:00Z'))
     const { reply, conversationId } = await send(chat, 'I want a refund for order 7710, I bought it on 2026-11-11')
-    expect(reply).toContain('2026-12-11')
+    expect(reply).toContain('December 11, 2026')
     expect((await chat.transcript(conversationId, 'k', 'u')).facts).toMatchObject({ order_id: '7710', purchase_date: '2026-11-11' })
   })
 })

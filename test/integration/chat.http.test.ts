@@ -26,6 +26,11 @@ function daysFromToday (days: number): string {
   return new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)
 }
 
+/** The day as a reply writes it to a customer: "December 2, 2026". */
+function writtenDaysFromToday (days: number): string {
+  return new Date(Date.now() + days * 86_400_000).toLocaleDateString('en-US', { month: 'long', day: 'numeric', year: 'numeric', timeZone: 'UTC' })
+}
+
 function chatConfig (redisKeyPrefix: string, redis: boolean): Partial<AppConfig> {
   return {
     apiKeys: [API_KEY, OTHER_KEY],
@@ -136,7 +141,7 @@ describe.each([
     it('inside: says until which date', async () => {
       const reply = await refund(daysFromToday(-10))
       expect(reply.intent).toBe('get_refund')
-      expect(reply.reply).toContain(daysFromToday(20))
+      expect(reply.reply).toContain(writtenDaysFromToday(20))
       expect(reply.reply).toMatch(/20 days left|until/)
       expect(reply.reply).not.toMatch(/ended|closed|future/)
       expect(reply.links[0]?.url).toBe('https://shop.example.com/orders/A-100/return')
@@ -145,13 +150,13 @@ describe.each([
     it('on its last day: says today is the last day', async () => {
       const reply = await refund(daysFromToday(-30))
       expect(reply.reply).toMatch(/last day/)
-      expect(reply.reply).toContain(daysFromToday(0))
+      expect(reply.reply).toContain(writtenDaysFromToday(0))
     })
 
     it('outside: says when it ended and offers a person', async () => {
       const reply = await refund(daysFromToday(-31))
       expect(reply.reply).toMatch(/ended|closed/)
-      expect(reply.reply).toContain(daysFromToday(-1))
+      expect(reply.reply).toContain(writtenDaysFromToday(-1))
       expect(reply.links.map((link) => link.url)).toContain('https://shop.example.com/contact')
     })
 
@@ -164,7 +169,7 @@ describe.each([
     it('answers the refund policy with the customer\'s own dates', async () => {
       const reply = await send({ message: 'what is your refund policy', context: { purchase_date: daysFromToday(-3) } })
       expect(reply.intent).toBe('check_refund_policy')
-      expect(reply.reply).toContain(daysFromToday(27))
+      expect(reply.reply).toContain(writtenDaysFromToday(27))
     })
   })
 

@@ -1,3 +1,4 @@
+import { writtenDate } from '../calendar.ts'
 import type { Fact } from '../dialogue/conversation.ts'
 import { returnWindow } from '../dialogue/return-window.ts'
 import { POLICY_VALUES } from '../domain-pack/load.ts'
@@ -34,7 +35,8 @@ const WINDOW_VALUES: ReadonlySet<string> = new Set(['return_deadline', 'days_lef
 /**
  * Every value a template may use, looked up when a template asks for it (a reply reads a few): the policies first,
  * so that a context member cannot change what the shop's policy says; then what follows from the purchase date (the
- * return window), `today`, and what the conversation knows.
+ * return window), `today`, and what the conversation knows. Dates are written as customers read them ("December 2,
+ * 2026"), not as the API carries them.
  */
 export class TemplateValues implements ValueSource {
   readonly #facts: Readonly<Record<string, Fact>>
@@ -54,15 +56,17 @@ export class TemplateValues implements ValueSource {
     if (POLICY_NAMES.has(name) || this.#policies.has(name)) return this.#policies.get(name)
     const purchaseDate = this.#facts['purchase_date']
     if (WINDOW_VALUES.has(name) && typeof purchaseDate === 'string') return this.#windowValues(purchaseDate).get(name)
-    if (name === 'today') return this.#today
-    return Object.hasOwn(this.#facts, name) ? String(this.#facts[name]) : undefined
+    if (name === 'today') return writtenDate(this.#today)
+    if (!Object.hasOwn(this.#facts, name)) return undefined
+    const value = this.#facts[name]
+    return name === 'purchase_date' && typeof value === 'string' ? writtenDate(value) : String(value)
   }
 
   #windowValues (purchaseDate: string): ReadonlyMap<string, string> {
     if (this.#window === undefined) {
       const window = returnWindow(purchaseDate, this.#today, this.#windowDays)
       this.#window = new Map([
-        ['return_deadline', window.deadline],
+        ['return_deadline', writtenDate(window.deadline)],
         ['days_left', plural(window.daysLeft, 'day')],
         ['days_since_purchase', plural(window.daysSincePurchase, 'day')]
       ])
