@@ -286,6 +286,9 @@ interface Posting {
   asksPrice: boolean
 }
 
+/** Stems of the words a question opens or goes on with that name nothing ("ok how quick is that then"). */
+const DISCOURSE_WORDS = ['ok', 'okai', 'alright', 'right', 'then', 'hmm', 'well']
+
 /**
  * Stems of the English words that ask when or how long without naming what ("how many days does it normally take?"),
  * with the verbs such a question is built with: a question of time made of them and of the active request's words is
@@ -294,7 +297,7 @@ interface Posting {
 const TIME_WORDS: ReadonlySet<string> = new Set([
   'how', 'long', 'fast', 'quick', 'quickli', 'soon', 'mani', 'dai', 'busi', 'week', 'time', 'when', 'till', 'until',
   'take', 'suppos', 'meant', 'usual', 'normal', 'expect', 'gener', 'typic', 'wait', 'doe', 'do', 'did', 'should', 'will',
-  'would', 'can', 'could', 'get'
+  'would', 'can', 'could', 'get', ...DISCOURSE_WORDS
 ])
 
 /**
@@ -304,7 +307,7 @@ const TIME_WORDS: ReadonlySet<string> = new Set([
  */
 const PRICE_WORDS: ReadonlySet<string> = new Set([
   'free', 'cost', 'much', 'price', 'pai', 'charg', 'fee', 'anyth', 'extra', 'monei', 'how', 'doe', 'do', 'will', 'would',
-  'have', 'need', 'must', 'get', 'that', 'it', 'thi'
+  'have', 'need', 'must', 'get', 'that', 'it', 'thi', ...DISCOURSE_WORDS
 ])
 
 function addPosting (scores: number[], posting: Posting): void {

@@ -469,6 +469,8 @@ export class DialoguePolicy {
         if (!turn.message.cues.has('time') && !turn.message.cues.has('price')) decision.intent = followsAside ? aside : intent
         return decision
       }
+      const again = this.#askedOfLastAnswer(turn, intent, answers)
+      if (again !== undefined) return this.#answer(turn, { answer: again, confidence: 1 }, confidence, situation)
       const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
       if (choice !== undefined && !this.#aboutOtherSituation(choice.answer, turn.message.situation) && !this.#toldSituationReply(turn, intent, choice.answer)) {
         return this.#answer(turn, choice, confidence, situation)
@@ -545,6 +547,23 @@ export class DialoguePolicy {
     if (this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined && (this.#beforeDelivery.has(topic.intent) || topic.intent === this.#roles.cancellation) &&
       choice?.answer !== undefined && !choice.answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home))) return undefined
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
+  }
+
+  /**
+   * The answer just given, asked again of when or what it costs: "how many days does it take with that?", "and how
+   * quick is that" right after the answer about one delivery option is that option's, not the option the selector
+   * finds for the words alone. Only a question that names nothing but when or what it costs, of an answer about one
+   * thing (it states one fact) that says when or what it costs (`reported_as`), and belongs to the request asked.
+   */
+  #askedOfLastAnswer (turn: Turn, intent: SupportIntent, answers: AnswerRanking | undefined): DomainAnswer | undefined {
+    const { message } = turn
+    const asking = message.cues.has('time') ? 'time' : message.cues.has('price') ? 'price' : undefined
+    const key = turn.state.slots?.recent?.at(-1)
+    if (asking === undefined || !message.asks || answers === undefined || key === undefined) return undefined
+    const replied = repliedWith(key)
+    const last = replied.kind === 'answer' ? this.#answers.get(replied.name) : undefined
+    if (last === undefined || last.states.length !== 1 || this.#reportedFor(this.#reportedAs[asking], last) === undefined) return undefined
+    return last.intents.includes(intent) && answers.namesNothingBut(new Set(), undefined, asking) ? last : undefined
   }
 
   /**
@@ -1273,6 +1292,8 @@ export class DialoguePolicy {
       if (instead !== undefined) described.push(instead)
     }
     if (values['payment_method'] !== undefined) described.push('listed_method')
+    // Asked how long or how soon: the reply that says that first, where the answer has one.
+    if (turn.message.cues.has('time')) described.push('asks_time')
     // The customer asks for the request to be done, not only about a detail of it: the reply that does it first.
     if (turn.message.cues.has('wish')) described.unshift('wish')
     // The model's reading of the situation, unless the slots say what happened.

@@ -36,7 +36,7 @@ export const POLICY_VALUES = [
  * Reply situations the dialogue itself decides, besides the situations an intent's examples describe and the values
  * of the pack's slots (`wrong_item`, `prefers_exchange`, `no_account`…).
  */
-export const DIALOGUE_SITUATIONS = ['default', 'ask_order', 'inside_window', 'window_last_day', 'outside_window', 'future_purchase', 'angry', 'not_helped', 'listed_method', 'account_scope', 'wish'] as const
+export const DIALOGUE_SITUATIONS = ['default', 'ask_order', 'inside_window', 'window_last_day', 'outside_window', 'future_purchase', 'angry', 'not_helped', 'listed_method', 'account_scope', 'wish', 'asks_time'] as const
 
 export class DomainPackError extends Error {
   override name = 'DomainPackError'
