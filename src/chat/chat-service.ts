@@ -75,7 +75,7 @@ export class ChatService {
     this.#pack = options.pack
     this.understander = new Understander(options.trained, options.pack.understanding)
     this.answers = new AnswerSelector(options.pack.answers, options.pack.requests)
-    this.slots = new SlotReader(options.pack.slots, options.pack.policies.payment_methods)
+    this.slots = new SlotReader(options.pack.slots, options.pack.policies.payment_methods, options.pack.policies.delivery_options.map((option) => option.name))
     this.#policy = new DialoguePolicy(options.pack)
     this.#renderer = new ReplyRenderer(options.pack, { baseUrl: options.baseUrl, ...(options.random === undefined ? {} : { random: options.random }) })
     this.#store = options.store

@@ -1,6 +1,7 @@
 import type { AnswerChoice, AnswerRanking, RankedEntry } from '../answers/selector.ts'
 import { isCalendarDate } from '../calendar.ts'
 import { contentWordCount, stemsOf } from '../answers/terms.ts'
+import { deliveryOptionFact } from '../domain-pack/policy-facts.ts'
 import type { DomainAnswer, DomainPack } from '../domain-pack/schema.ts'
 import { isSupportIntent, OUT_OF_SCOPE, SOCIAL_INTENTS, SUPPORT_INTENTS, type IntentName, type SupportIntent } from '../intents.ts'
 import { MIN_COVERAGE, type Candidate, type Understanding } from '../nlu/understand.ts'
@@ -91,6 +92,8 @@ export class DialoguePolicy {
   readonly #problems: ReadonlySet<string>
   readonly #beforeDelivery: ReadonlySet<string>
   readonly #answers: ReadonlyMap<string, DomainAnswer>
+  /** The answer about each delivery option alone, by the fact it states (`delivery_options.express`). */
+  readonly #optionAnswers: ReadonlyMap<string, DomainAnswer>
   readonly #reportedAs: { time: Readonly<Record<string, SupportIntent>>, own_purchase: Readonly<Record<string, SupportIntent>>, price: Readonly<Record<string, SupportIntent>> }
   readonly #roles: Roles
   /** The request that hands the conversation to a person (the pack's intent with `handoff: true`). */
@@ -110,6 +113,8 @@ export class DialoguePolicy {
     this.#problems = new Set(pack.dialogue?.problems ?? [])
     this.#beforeDelivery = new Set(pack.dialogue?.before_delivery ?? [])
     this.#answers = new Map(pack.answers.map((answer) => [answer.id, answer]))
+    this.#optionAnswers = new Map(pack.policies.delivery_options.map((option) => deliveryOptionFact(option.name))
+      .flatMap((fact) => pack.answers.filter((answer) => answer.states.length === 1 && answer.states[0] === fact).slice(0, 1).map((answer) => [fact, answer] as const)))
     this.#reportedAs = { time: pack.dialogue?.reported_as?.time ?? {}, own_purchase: pack.dialogue?.reported_as?.own_purchase ?? {}, price: pack.dialogue?.reported_as?.price ?? {} }
     this.#roles = rolesOf(pack)
     this.#person = SUPPORT_INTENTS.find((intent) => pack.intents[intent].handoff === true)
@@ -471,7 +476,7 @@ export class DialoguePolicy {
       }
       const again = this.#askedOfLastAnswer(turn, intent, answers)
       if (again !== undefined) return this.#answer(turn, { answer: again, confidence: 1 }, confidence, situation)
-      const choice = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
+      const choice = this.#ofNamedOption(turn, intent, this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price')))
       if (choice !== undefined && !this.#aboutOtherSituation(choice.answer, turn.message.situation) && !this.#toldSituationReply(turn, intent, choice.answer)) {
         return this.#answer(turn, choice, confidence, situation)
       }
@@ -547,6 +552,23 @@ export class DialoguePolicy {
     if (this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined && (this.#beforeDelivery.has(topic.intent) || topic.intent === this.#roles.cancellation) &&
       choice?.answer !== undefined && !choice.answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home))) return undefined
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
+  }
+
+  /**
+   * The answer about the one delivery option the message names, in place of one about another option or of none
+   * ("how fast is pickup" shares "fast" with express; "pickup how many days" is no standard delivery).
+   */
+  #ofNamedOption (turn: Turn, intent: SupportIntent, choice: AnswerChoice | undefined): AnswerChoice | undefined {
+    const named = turn.message.deliveryOptions
+    // (Of a message of several questions, each its own: "whats the price of the quicker one? and is pickup free")
+    if (named?.length !== 1 || (turn.reading.clauses?.length ?? 0) > 1) return choice
+    const option = named[0]!
+    const answer = this.#optionAnswers.get(option)
+    if (answer === undefined || !answer.intents.includes(intent)) return choice
+    // (An answer about the option named, or about no one option, stands: "is there parking at the pickup store?")
+    const about = choice?.answer.states.length === 1 ? choice.answer.states[0]! : undefined
+    if (choice !== undefined && (about === option || about === undefined || !this.#optionAnswers.has(about))) return choice
+    return { answer, confidence: 1 }
   }
 
   /**

@@ -1,4 +1,5 @@
 import { contentWordCount, readWords, stemsOf } from '../answers/terms.ts'
+import { deliveryOptionFact } from '../domain-pack/policy-facts.ts'
 import type { DomainSlots } from '../domain-pack/schema.ts'
 import type { SupportIntent } from '../intents.ts'
 
@@ -15,6 +16,8 @@ export interface MessageSlots {
   account?: string
   /** The payment methods of the pack's list that the message names, in its order ("PayPal or amex?"). */
   paymentMethods?: readonly string[]
+  /** The delivery options of the pack's list that the message names, as the facts about them (`delivery_options.express`). */
+  deliveryOptions?: readonly string[]
   cues: ReadonlySet<Cue>
   /** Where each cue is first found (its stem's index): of two questions in one message, the first says what it is. */
   cueAt?: Partial<Record<Cue, number>>
@@ -63,7 +66,7 @@ export const MAX_RECENT = 3
 interface Phrase {
   /** The phrase's stems, or for the cues matched word for word, its words. */
   stems: readonly string[]
-  slot: 'item_situation' | 'preference' | 'account' | 'payment_method' | 'cue'
+  slot: 'item_situation' | 'preference' | 'account' | 'payment_method' | 'delivery_option' | 'cue'
   value: string
   /** Its value's place in the slot: the first value that matches wins. */
   rank: number
@@ -78,7 +81,7 @@ export class SlotReader {
   /** Cues whose tense matters ("bought", not "buy"), matched on words rather than stems. */
   readonly #byFirstWord = new Map<string, Phrase[]>()
 
-  constructor (slots: DomainSlots, paymentMethods: readonly string[] = []) {
+  constructor (slots: DomainSlots, paymentMethods: readonly string[] = [], deliveryOptions: readonly string[] = []) {
     const add = (slot: Phrase['slot'], values: Record<string, readonly string[]>): void => {
       for (const [rank, [value, phrases]] of Object.entries(values).entries()) {
         const byWord = WORD_CUES.has(value)
@@ -97,6 +100,7 @@ export class SlotReader {
     add('account', slots.account)
     add('cue', slots.cues)
     add('payment_method', Object.fromEntries(paymentMethods.map((method) => [method, [method, ...slots.payment_method_names[method] ?? []]])))
+    add('delivery_option', Object.fromEntries(deliveryOptions.map((option) => [deliveryOptionFact(option), [option, ...slots.delivery_option_names[option] ?? []]])))
   }
 
   /** The slots and cues of a message whose words and stems (readWords) are given, and whose text is `text`. */
@@ -107,9 +111,12 @@ export class SlotReader {
     const cues = new Set<Cue>()
     const cueAt: Partial<Record<Cue, number>> = {}
     const methods: string[] = []
+    const options: string[] = []
     const found = (phrase: Phrase, at: number): void => {
       if (phrase.slot === 'payment_method') {
         if (!methods.includes(phrase.value)) methods.push(phrase.value)
+      } else if (phrase.slot === 'delivery_option') {
+        if (!options.includes(phrase.value)) options.push(phrase.value)
       } else if (phrase.slot === 'cue') {
         cues.add(phrase.value as Cue)
         cueAt[phrase.value as Cue] = Math.min(at, cueAt[phrase.value as Cue] ?? at)
@@ -138,6 +145,7 @@ export class SlotReader {
     if (best.preference !== undefined) slots.preference = best.preference.value
     if (best.account !== undefined) slots.account = best.account.value
     if (methods.length > 0) slots.paymentMethods = methods
+    if (options.length > 0) slots.deliveryOptions = options
     return slots
   }
 }

@@ -16,13 +16,18 @@ export function policyFacts (policies: Policies): Map<string, string> {
     ['delivery_options', policies.delivery_options.map(optionText).join(' ')],
     ['payment_methods', policies.payment_methods.join(', ')]
   ])
-  for (const option of policies.delivery_options) facts.set(`delivery_options.${slug(option.name)}`, optionText(option))
+  for (const option of policies.delivery_options) facts.set(deliveryOptionFact(option.name), optionText(option))
   for (const [name, text] of Object.entries(policies.contact)) if (text !== undefined) facts.set(`contact.${name}`, text)
   for (const name of ['return_shipping', 'exchanges', 'defective_items', 'missing_items', 'late_deliveries', 'discount_codes', 'account_security'] as const) {
     const text = policies[name]
     if (text !== undefined) facts.set(name, text)
   }
   return facts
+}
+
+/** The fact about one delivery option, by its name: `delivery_options.store_pickup`. */
+export function deliveryOptionFact (name: string): string {
+  return `delivery_options.${slug(name)}`
 }
 
 /**

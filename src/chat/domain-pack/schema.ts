@@ -212,6 +212,11 @@ export const DomainSlots = Type.Object({
    * the list does not have are not used, so that a pack can change its methods without editing these.
    */
   payment_method_names: Type.Record(Type.String({ minLength: 1 }), Type.Array(Text, { minItems: 1 }), { default: {} }),
+  /**
+   * Other names customers give a delivery option of the policies' list (`Store pickup: [click and collect]`); those
+   * of an option the list does not have are not used, as with the payment methods.
+   */
+  delivery_option_names: Type.Record(Type.String({ minLength: 1 }), Type.Array(Text, { minItems: 1 }), { default: {} }),
   /** What a message does: corrects a value, asks the same for another order, says the answer did not help… */
   cues: Type.Object({
     correction: Type.Array(Text),
