@@ -61,6 +61,10 @@ describe('a domain pack that is wrong stops start-up, naming the place', () => {
       answer.replies.default.push('A return label costs $3.50.')
     }, '"$3.50" is in no policy the answer states'],
     ['two answers with one id', (pack: Record<string, any>) => { pack['answers'][1].id = pack['answers'][0].id }, 'the id is used twice'],
+    ['an answer example that names none of the answer\'s names', (pack: Record<string, any>) => {
+      const answer = pack['answers'].find((candidate: { id: string }) => candidate.id === 'discounts.combine')
+      answer.examples.push('can i use two of them at once')
+    }, "names none of the answer's names (code, discount, voucher, coupon, promo, promotion)"],
     ['answer replies for a situation the dialogue does not know', (pack: Record<string, any>) => { pack['answers'][0].replies.sunny_day = ['Nice!'] }, '/replies/sunny_day: no such situation'],
     ['an answer with nothing to say without context', (pack: Record<string, any>) => {
       const answer = pack['answers'].find((candidate: { id: string }) => candidate.id === 'contact.email')

@@ -50,6 +50,8 @@ export class AnswerSelector {
   #pass = 0
   readonly #byId: ReadonlyMap<string, DomainAnswer>
   readonly #membership: EntryMembership
+  /** The entries whose answer names its subject (`names`), with the stems of those words. */
+  readonly #named: ReadonlyArray<{ index: number, stems: ReadonlySet<string> }>
 
   constructor (answers: readonly DomainAnswer[], requests: Readonly<Partial<Record<IntentName, readonly string[]>>> = {}) {
     this.answers = answers
@@ -59,6 +61,7 @@ export class AnswerSelector {
       ...Object.entries(requests).map(([intent, examples]) => ({ intents: [intent as IntentName], examples: examples ?? [] }))
     ]
     this.#membership = new EntryMembership(this.#entries)
+    this.#named = this.#entries.flatMap((entry, index) => entry.answer?.names === undefined ? [] : [{ index, stems: new Set(entry.answer.names.flatMap((name) => stemsOf(name))) }])
     const documents = this.#entries.map((entry) => {
       const counts = new Map<string, number>()
       let length = 0
@@ -111,8 +114,13 @@ export class AnswerSelector {
     // The sentence that asks the question counts twice: "I typed it exactly. Can I use it with another code?"
     if (focus !== undefined) this.#score(scores, focus, terms)
     if (terms.length === 0) return new AnswerRanking(this.#entries, this.#membership, undefined, terms)
-    softmax(scores, TEMPERATURE)
-    return new AnswerRanking(this.#entries, this.#membership, scores, terms)
+    // The answers whose subject the message does not name, though its words match them.
+    let unnamed: number[] | undefined
+    for (const { index, stems: named } of this.#named) {
+      if (scores[index] !== 0 && !stems.some((stem) => named.has(stem))) (unnamed ??= []).push(index)
+    }
+    const unmatched = softmax(scores, TEMPERATURE)
+    return new AnswerRanking(this.#entries, this.#membership, scores, terms, unnamed === undefined ? undefined : { entries: unnamed, unmatched })
   }
 
   /** Adds each term's postings once to `scores`; the words' (not the pairs') to `terms`. */
@@ -147,11 +155,34 @@ export class AnswerRanking {
   /** top()'s entry once found (null: not yet). */
   #top: RankedEntry | undefined | null = null
 
-  constructor (entries: readonly Entry[], membership: EntryMembership, probabilities: readonly number[] | undefined, terms: readonly Posting[]) {
+  /** The probabilities with the answers whose subject the message does not name counted in (`implying`). */
+  readonly #implied: readonly number[] | undefined
+
+  /**
+   * `unnamed`: the answers whose subject (`names`) the message does not name: each is as likely as an entry no word
+   * matched (`unmatched`), unless the conversation implies their subject (`implying()`).
+   */
+  constructor (entries: readonly Entry[], membership: EntryMembership, probabilities: readonly number[] | undefined, terms: readonly Posting[], unnamed?: { entries: readonly number[], unmatched: number }) {
     this.#entries = entries
     this.#membership = membership
-    this.#probabilities = probabilities
     this.#terms = terms
+    this.#implied = probabilities
+    if (probabilities === undefined || unnamed === undefined) {
+      this.#probabilities = probabilities
+      return
+    }
+    const named = [...probabilities]
+    for (const index of unnamed.entries) named[index] = unnamed.unmatched
+    const sum = named.reduce((total, probability) => total + probability, 0)
+    this.#probabilities = named.map((probability) => probability / sum)
+  }
+
+  /**
+   * The same message's ranking when the conversation names the subject the message leaves out: "can I use it
+   * together with another one?" right after an answer about discount codes is about codes.
+   */
+  implying (): AnswerRanking {
+    return this.#implied === this.#probabilities ? this : new AnswerRanking(this.#entries, this.#membership, this.#implied, this.#terms)
   }
 
   /**
@@ -315,7 +346,8 @@ function addPosting (scores: number[], posting: Posting): void {
 }
 
 /** Scores to probabilities; the entries no term matched share one value, computed once. */
-function softmax (scores: number[], temperature: number): void {
+/** Turns scores into probabilities in place; returns the probability of an entry no term matched. */
+function softmax (scores: number[], temperature: number): number {
   let max = 0
   for (let i = 0; i < scores.length; i++) if (scores[i]! > max) max = scores[i]!
   const unmatched = Math.exp(-max / temperature)
@@ -325,4 +357,5 @@ function softmax (scores: number[], temperature: number): void {
     sum += scores[i]!
   }
   for (let i = 0; i < scores.length; i++) scores[i]! /= sum
+  return unmatched / sum
 }

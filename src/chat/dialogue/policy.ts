@@ -124,7 +124,8 @@ export class DialoguePolicy {
     this.#situationPolicies = new Set(Object.values(pack.slots.situation_policies))
   }
 
-  decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string, reading: MessageReading = {}): Decision {
+  decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string, given: MessageReading = {}): Decision {
+    const reading = given.answers !== undefined && this.#subjectNamed(state) ? { ...given, answers: given.answers.implying() } : given
     const { entities } = understanding
     const message = reading.slots ?? EMPTY_SLOTS
     const { cues } = message
@@ -552,6 +553,17 @@ export class DialoguePolicy {
     if (this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined && (this.#beforeDelivery.has(topic.intent) || topic.intent === this.#roles.cancellation) &&
       choice?.answer !== undefined && !choice.answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home))) return undefined
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
+  }
+
+  /**
+   * Whether the answer just given, or the active request's, names its subject (`names`: discount codes): then a
+   * message that leaves it out speaks of it still ("i typed it in lower case, is that a problem?").
+   */
+  #subjectNamed (state: DialogueState): boolean {
+    const key = state.slots?.recent?.at(-1)
+    const replied = key === undefined ? undefined : repliedWith(key)
+    const ids = [replied?.kind === 'answer' ? replied.name : undefined, state.topic?.answer, state.topic?.asideAnswer]
+    return ids.some((id) => id !== undefined && this.#answers.get(id)?.names !== undefined)
   }
 
   /**

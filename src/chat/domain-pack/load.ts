@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import type { Static, TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { load as parseYaml } from 'js-yaml'
+import { stemsOf } from '../answers/terms.ts'
 import { linkValueNames, ReplyTemplate, TemplateSyntaxError } from '../replies/templates.ts'
 import { deliveryOptionValues, figuresIn, policyFacts } from './policy-facts.ts'
 import { AnswersFile, DomainPack, NluFile } from './schema.ts'
@@ -189,6 +190,12 @@ function answerProblems (pack: DomainPack, situations: ReadonlySet<string>): str
     const where = `/answers/${index} (${answer.id})`
     if (ids.has(answer.id)) problems.push(`${where}: the id is used twice`)
     ids.add(answer.id)
+    if (answer.names !== undefined) {
+      const named = new Set(answer.names.flatMap((name) => stemsOf(name)))
+      for (const [i, example] of answer.examples.entries()) {
+        if (!stemsOf(example).some((stem) => named.has(stem))) problems.push(`${where}/examples/${i}: names none of the answer's names (${answer.names.join(', ')})`)
+      }
+    }
     const texts: string[] = []
     for (const fact of answer.states) {
       const text = facts.get(fact)

@@ -174,6 +174,12 @@ export const DomainAnswer = Type.Object({
    * a request is answered by that request's own answer for it, whichever request's the words match best.
    */
   supposes: Type.Optional(Type.String({ pattern: NAME })),
+  /**
+   * Words one of which every question it answers names (`[code, discount, voucher]`, in any form: stems are
+   * compared): a message naming none of them is not given it, however many of its other words it shares ("forgot a
+   * phone case, can I add it?" is no code added after ordering).
+   */
+  names: Type.Optional(Type.Array(Text, { minItems: 1 })),
   /** Templates by situation (the item's, the return window's, the account's…); `default` is required. */
   replies: IntentReplies,
   /** Questions as customers ask them: what selects the answer. */
