@@ -37,6 +37,8 @@ const CLEARLY_OTHER = 0.8
 const PROBABLY_OTHER = 0.7
 /** The model must be this sure of the request a message makes for an answer given in it to report that request. */
 const OWN_REQUEST = 0.7
+/** A message that opens with a condition ("if i close my account, …") supposes a case. */
+const OPENS_WITH_IF = /^\s*if\b/i
 /** A shop question asked in words the intent model did not take for one is answered when the selector is this sure. */
 const RESCUE_CONFIDENCE = 0.6
 /** How probable a complaint must be among the model's readings of a message that vents (`#vents`). */
@@ -567,6 +569,19 @@ export class DialoguePolicy {
   }
 
   /**
+   * The situations of an answer's reply. A request the model is sure the message makes, asked with a question about
+   * a rule of another request's that the answer is for ("can i cancel order 5521? will it cost anything?"), is wished
+   * for as much as said so: the reply that does it first (its `wish` reply, with the request's link).
+   */
+  #answerSituations (turn: Turn, answer: DomainAnswer, own: SupportIntent | undefined): string[] {
+    const situations = this.#situations(turn, answer.replies, undefined)
+    // (Not a case supposed: "if i close my account do you delete my data?" asks what would happen.)
+    const requested = own !== undefined && own !== answer.intents[0] && !this.#questions.has(own) && answer.replies['wish'] !== undefined && !situations.includes('wish') &&
+      !turn.message.cues.has('supposing') && !OPENS_WITH_IF.test(turn.reading.text ?? '')
+    return requested ? ['wish', ...situations] : situations
+  }
+
+  /**
    * The answer about the one delivery option the message names, in place of one about another option or of none
    * ("how fast is pickup" shares "fast" with express; "pickup how many days" is no standard delivery).
    */
@@ -808,7 +823,7 @@ export class DialoguePolicy {
     const decision = this.#base(turn, {
       intent,
       confidence,
-      reply: { kind: 'answer', id: answer.id, situations: this.#situations(turn, answer.replies, undefined) },
+      reply: { kind: 'answer', id: answer.id, situations: this.#answerSituations(turn, answer, own) },
       handoff: false,
       topic,
       answer: { id: answer.id, confidence: choice.confidence }
