@@ -50,6 +50,8 @@ export class AnswerSelector {
   #pass = 0
   readonly #byId: ReadonlyMap<string, DomainAnswer>
   readonly #membership: EntryMembership
+  /** The entries whose answer supposes a case (`supposes`). */
+  readonly #supposing: readonly number[]
   /** The entries whose answer names its subject (`names`), with the stems of those words. */
   readonly #named: ReadonlyArray<{ index: number, stems: ReadonlySet<string> }>
 
@@ -61,6 +63,7 @@ export class AnswerSelector {
       ...Object.entries(requests).map(([intent, examples]) => ({ intents: [intent as IntentName], examples: examples ?? [] }))
     ]
     this.#membership = new EntryMembership(this.#entries)
+    this.#supposing = this.#entries.flatMap((entry, index) => entry.answer?.supposes === undefined ? [] : [index])
     this.#named = this.#entries.flatMap((entry, index) => entry.answer?.names === undefined ? [] : [{ index, stems: new Set(entry.answer.names.flatMap((name) => stemsOf(name))) }])
     const documents = this.#entries.map((entry) => {
       const counts = new Map<string, number>()
@@ -104,9 +107,10 @@ export class AnswerSelector {
 
   /**
    * How likely each entry is for a message (`stems` from stemsOf), to pick from by request: the terms are read as
-   * answerTerms reads them, without building them.
+   * answerTerms reads them, without building them. `focus`: the stems of the sentence that asks; `asksWhether`: the
+   * message asks whether a case holds, so no answer supposing one is its.
    */
-  rank (stems: readonly string[], focus?: readonly string[]): AnswerRanking {
+  rank (stems: readonly string[], focus?: readonly string[], asksWhether = false): AnswerRanking {
     // A plain array: a Float64Array this long would be given a buffer outside the heap, which costs more to make.
     const scores = new Array<number>(this.#entries.length).fill(0)
     const terms: Posting[] = []
@@ -114,6 +118,9 @@ export class AnswerSelector {
     // The sentence that asks the question counts twice: "I typed it exactly. Can I use it with another code?"
     if (focus !== undefined) this.#score(scores, focus, terms)
     if (terms.length === 0) return new AnswerRanking(this.#entries, this.#membership, undefined, terms)
+    // A message that asks whether a case holds ("has it already shipped?") supposes none: what happens then is not
+    // its answer, whatever words it shares with it.
+    if (asksWhether) for (const index of this.#supposing) scores[index] = 0
     // The answers whose subject the message does not name, though its words match them.
     let unnamed: number[] | undefined
     for (const { index, stems: named } of this.#named) {
