@@ -325,6 +325,11 @@ export class DialoguePolicy {
       if (state.topic !== undefined && this.#roles.address.has(state.topic.intent) && isStreetAddress(reading.text ?? '')) return this.#continue(turn, state.topic.intent)
       return this.#notUnderstood(turn, inTopic.status, inTopic.confidence)
     }
+    // Which order, described rather than numbered ("the one from august, the standing desk"), asking nothing, saying
+    // nothing a cue reads (that it did not help, yes, thanks…), read as no request the model is even half sure of: the
+    // waiting or active request goes on.
+    const going = state.pendingIntent ?? state.topic?.intent
+    if (going !== undefined && isSupportIntent(going) && cues.size === 0 && inTopic.confidence < CLAUSE_CONFIDENCE && this.#addsToRequest(turn, own)) return this.#continue(turn, going)
 
     const topic = state.topic
     let intent = inTopic.intent
