@@ -484,7 +484,16 @@ export class DialoguePolicy {
       }
       const again = this.#askedOfLastAnswer(turn, intent, answers)
       if (again !== undefined) return this.#answer(turn, { answer: again, confidence: 1 }, confidence, situation)
-      const choice = this.#ofNamedOption(turn, intent, this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price')))
+      const found = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
+      const method = this.#ofNamedMethod(turn, intent, found)
+      if (method !== undefined && method !== found) {
+        // (Reported as the question it answers, whatever request the message makes beside it: "Can I pay with a gift
+        // card? I want to order the oak desk today.")
+        const decision = this.#answer(turn, method, confidence, situation)
+        decision.intent = intent
+        return decision
+      }
+      const choice = this.#ofNamedOption(turn, intent, found)
       if (choice !== undefined && !this.#aboutOtherSituation(choice.answer, turn.message.situation) && !this.#toldSituationReply(turn, intent, choice.answer)) {
         return this.#answer(turn, choice, confidence, situation)
       }
@@ -584,6 +593,17 @@ export class DialoguePolicy {
     const requested = own !== undefined && own !== answer.intents[0] && !this.#questions.has(own) && answer.replies['wish'] !== undefined && !situations.includes('wish') &&
       !turn.message.cues.has('supposing') && !OPENS_WITH_IF.test(turn.reading.text ?? '')
     return requested ? ['wish', ...situations] : situations
+  }
+
+  /**
+   * A payment method of the pack's list named in the shop's question about payment methods ("can i use paypal
+   * instead?"): the answer that says it is accepted, whatever answer the other words match.
+   */
+  #ofNamedMethod (turn: Turn, intent: SupportIntent, found: AnswerChoice | undefined): AnswerChoice | undefined {
+    if (turn.values['payment_method'] === undefined || !this.#questions.has(intent) || !this.#roles.payment.has(intent)) return undefined
+    if (found?.answer.replies['listed_method'] !== undefined) return found
+    const answer = this.#pack.answers.find((candidate) => candidate.intents[0] === intent && candidate.replies['listed_method'] !== undefined)
+    return answer === undefined ? undefined : { answer, confidence: 1 }
   }
 
   /**
