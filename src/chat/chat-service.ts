@@ -300,8 +300,11 @@ function questionStems (sentences: readonly string[]): string[] | undefined {
 /** After a sentence's end mark, the spaces before the next: one pass, linear. */
 const SENTENCE_BREAK = /(?<=[.!?])\s+/
 
-/** A question opening with whether something is so ("has it shipped yet?", "did my order go out?"), after LEAD_WORD. */
-const WHETHER_OPENING = /^(?:has|have|did|is|was)\s+(?:it|my|the|this|that|they|order)\b/i
+/**
+ * A question opening with whether something happened ("has it shipped yet?", "did my order go out?"), after LEAD_WORD.
+ * (Not "is it…": "is it too late to change the address? it says dispatched" asks the rule in that case.)
+ */
+const WHETHER_OPENING = /^(?:has|have|did)\s+(?:it|my|the|this|that|they|order)\b/i
 /** A word a question may open with before it asks ("ok", "and"). */
 const LEAD_WORD = /^(?:and|but|so|ok|okay|also)[\s,]+/i
 
