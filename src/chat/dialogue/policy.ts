@@ -601,7 +601,8 @@ export class DialoguePolicy {
    */
   #ofNamedMethod (turn: Turn, intent: SupportIntent, found: AnswerChoice | undefined): AnswerChoice | undefined {
     if (turn.values['payment_method'] === undefined || !this.#questions.has(intent) || !this.#roles.payment.has(intent)) return undefined
-    if (found?.answer.replies['listed_method'] !== undefined) return found
+    // (An answer of the question's own that the selector found stands: "can I pay the rest of my gift card with Visa?")
+    if (found?.answer.intents.includes(intent) === true) return found
     const answer = this.#pack.answers.find((candidate) => candidate.intents[0] === intent && candidate.replies['listed_method'] !== undefined)
     return answer === undefined ? undefined : { answer, confidence: 1 }
   }
