@@ -178,10 +178,16 @@ export class AnswerRanking {
       this.#probabilities = probabilities
       return
     }
-    const named = [...probabilities]
-    for (const index of unnamed.entries) named[index] = unnamed.unmatched
-    const sum = named.reduce((total, probability) => total + probability, 0)
-    this.#probabilities = named.map((probability) => probability / sum)
+    // Each such answer's probability becomes an unmatched entry's, and the rest are scaled to sum to one again.
+    const named = probabilities.slice()
+    let removed = 0
+    for (const index of unnamed.entries) {
+      removed += named[index]! - unnamed.unmatched
+      named[index] = unnamed.unmatched
+    }
+    const scale = 1 / (1 - removed)
+    for (let i = 0; i < named.length; i++) named[i]! *= scale
+    this.#probabilities = named
   }
 
   /**
