@@ -768,7 +768,13 @@ export class DialoguePolicy {
     if (!message.asks || message.contentWords > MAX_VAGUE_WORDS || state.previousIntent === OUT_OF_SCOPE || message.situation !== undefined) return false
     if (surelyOffTopic(understanding)) return false
     const top = answers.top()
-    return top === undefined || top.confidence < RESCUE_CONFIDENCE
+    // (Nor one whose best answer belongs to another matter than the one at hand, the model finding that matter no
+    // more likely than a tenth: "so what happens now, do i get another one?" after a late parcel shares its words
+    // with a missing item's answer.)
+    const request = state.topic?.intent
+    const elsewhere = top?.answer !== undefined && request !== undefined && !top.answer.intents.includes(request as SupportIntent) &&
+      !understanding.candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && top.answer!.intents.includes(candidate.intent as SupportIntent))
+    return top === undefined || top.confidence < RESCUE_CONFIDENCE || elsewhere
   }
 
   /**
