@@ -158,7 +158,8 @@ export class ChatService {
     const asking = message.includes('?')
     const andQuestion = AND_QUESTION.test(message)
     const sentences = asking || andQuestion ? message.split(SENTENCE_BREAK) : []
-    const reading: MessageReading = { text: message, answers: this.answers.rank(stems, asking ? questionStems(sentences) : undefined, asksWhether(message)), slots: this.slots.read(stems, message, words) }
+    const slots = this.slots.read(stems, message, words)
+    const reading: MessageReading = { text: message, answers: this.answers.rank(stems, asking ? questionStems(sentences) : undefined, slots.asksWhether === true), slots }
     const clauses = this.#clauses(message, understanding, today, { asking, andQuestion, sentences: sentenceCount(sentences) })
     if (clauses !== undefined) reading.clauses = clauses
     return { understanding, reading }
@@ -185,7 +186,7 @@ export class ChatService {
       const slots = this.slots.read(stems, clause, words)
       return {
         understanding: this.understander.understand(clause, today, words),
-        answers: this.answers.rank(stems, undefined, asksWhether(clause)),
+        answers: this.answers.rank(stems, undefined, slots.asksWhether === true),
         asks: slots.asks || slots.situation !== undefined,
         wants: asksToDo(clause, slots)
       }
@@ -299,20 +300,3 @@ function questionStems (sentences: readonly string[]): string[] | undefined {
 
 /** After a sentence's end mark, the spaces before the next: one pass, linear. */
 const SENTENCE_BREAK = /(?<=[.!?])\s+/
-
-/**
- * A question opening with whether something happened ("has it shipped yet?", "did my order go out?"), after LEAD_WORD.
- * (Not "is it…": "is it too late to change the address? it says dispatched" asks the rule in that case.)
- */
-const WHETHER_OPENING = /^(?:has|have|did)\s+(?:it|my|the|this|that|they|order)\b/i
-/** A word a question may open with before it asks ("ok", "and"). */
-const LEAD_WORD = /^(?:and|but|so|ok|okay|also)[\s,]+/i
-
-/**
- * Whether a message asks whether a case holds, and only that: it opens so and asks no second question ("has it
- * shipped? if it has, can I still cancel?" asks what happens then, too).
- */
-function asksWhether (message: string): boolean {
-  const text = message.trimStart()
-  return WHETHER_OPENING.test(text.replace(LEAD_WORD, '')) && message.indexOf('?') === message.lastIndexOf('?')
-}

@@ -61,6 +61,7 @@ describe('a domain pack that is wrong stops start-up, naming the place', () => {
       answer.replies.default.push('A return label costs $3.50.')
     }, '"$3.50" is in no policy the answer states'],
     ['two answers with one id', (pack: Record<string, any>) => { pack['answers'][1].id = pack['answers'][0].id }, 'the id is used twice'],
+    ['a case told that no answer supposes', (pack: Record<string, any>) => { pack['slots'].cases.lost_in_the_post = ['the courier lost it'] }, '/slots/cases/lost_in_the_post: no answer supposes it'],
     ['an answer example that names none of the answer\'s names', (pack: Record<string, any>) => {
       const answer = pack['answers'].find((candidate: { id: string }) => candidate.id === 'discounts.combine')
       answer.examples.push('can i use two of them at once')

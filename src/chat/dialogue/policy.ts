@@ -689,19 +689,28 @@ export class DialoguePolicy {
    * answer for (RESCUE_CONFIDENCE) which supposes a case of its own (`supposes`), asked inside a request: the answer
    * for that case that is the active request's own (its home, else one of its requests) — "what if it ships before i
    * get to do it" while changing an order is no cancellation's answer. None when the active request has none, or the
-   * model is sure of a request that is neither the active one nor one of its follow-ups.
+   * model is sure of a request that is neither the active one nor one of its follow-ups. So too a question with the
+   * case told as having happened (the `cases` slot: "it already says shipped. so i cant cancel it anymore?").
    */
   #supposedInRequest (turn: Turn): AnswerChoice | undefined {
     const { message, state, understanding, reading } = turn
     const topic = state.topic
-    if (!message.cues.has('supposing') || topic === undefined || !isSupportIntent(state.previousIntent ?? '')) return undefined
+    if (topic === undefined || !isSupportIntent(state.previousIntent ?? '')) return undefined
     if (understanding.status === 'understood' && understanding.confidence >= CLEARLY_OTHER && !this.#sameMatter(understanding.intent, topic)) return undefined
+    // "it already says shipped. so i cant cancel it anymore?": the case told, asked about within the request.
+    const told = message.case !== undefined && message.asks ? this.#caseAnswer(message.case, topic.intent) : undefined
+    if (told !== undefined) return { answer: told, confidence: 1 }
+    if (!message.cues.has('supposing')) return undefined
     const top = reading.answers?.top()
     if (top?.answer?.supposes === undefined || top.confidence < RESCUE_CONFIDENCE || top.answer.intents[0] === topic.intent) return undefined
-    const { supposes } = top.answer
-    const cases = this.#pack.answers.filter((answer) => answer.supposes === supposes)
-    const own = cases.find((answer) => answer.intents[0] === topic.intent) ?? cases.find((answer) => answer.intents.includes(topic.intent))
+    const own = this.#caseAnswer(top.answer.supposes, topic.intent)
     return own === undefined ? undefined : { answer: own, confidence: top.confidence }
+  }
+
+  /** The request's own answer for a case (`supposes`), or one of another request's it belongs to as well. */
+  #caseAnswer (supposes: string, request: IntentName): DomainAnswer | undefined {
+    const cases = this.#pack.answers.filter((answer) => answer.supposes === supposes)
+    return cases.find((answer) => answer.intents[0] === request) ?? cases.find((answer) => answer.intents.includes(request as SupportIntent))
   }
 
   /**

@@ -18,6 +18,10 @@ export interface MessageSlots {
   paymentMethods?: readonly string[]
   /** The delivery options of the pack's list that the message names, as the facts about them (`delivery_options.express`). */
   deliveryOptions?: readonly string[]
+  /** What the message tells has become of the order, a case answers suppose (`shipped`), unless it asks whether. */
+  case?: string
+  /** The message asks whether something happened, and only that ("has it shipped yet?"). */
+  asksWhether?: true
   cues: ReadonlySet<Cue>
   /** Where each cue is first found (its stem's index): of two questions in one message, the first says what it is. */
   cueAt?: Partial<Record<Cue, number>>
@@ -66,7 +70,7 @@ export const MAX_RECENT = 3
 interface Phrase {
   /** The phrase's stems, or for the cues matched word for word, its words. */
   stems: readonly string[]
-  slot: 'item_situation' | 'preference' | 'account' | 'payment_method' | 'delivery_option' | 'cue'
+  slot: 'item_situation' | 'preference' | 'account' | 'case' | 'payment_method' | 'delivery_option' | 'cue'
   value: string
   /** Its value's place in the slot: the first value that matches wins. */
   rank: number
@@ -98,6 +102,7 @@ export class SlotReader {
     add('item_situation', slots.item_situation)
     add('preference', slots.preference)
     add('account', slots.account)
+    add('case', slots.cases)
     add('cue', slots.cues)
     add('payment_method', Object.fromEntries(paymentMethods.map((method) => [method, [method, ...slots.payment_method_names[method] ?? []]])))
     add('delivery_option', Object.fromEntries(deliveryOptions.map((option) => [deliveryOptionFact(option), [option, ...slots.delivery_option_names[option] ?? []]])))
@@ -133,17 +138,21 @@ export class SlotReader {
       if (phrases === undefined) continue
       for (const phrase of phrases) {
         if (!matchesAt(stems, i, phrase.stems)) continue
-        // What happened to the item, denied ("its not broken or anything, I just hate the colour"), did not happen.
-        if (phrase.slot === 'item_situation' && deniedAt(stems, i)) continue
+        // What happened to the item or the order, denied ("its not broken or anything, I just hate the colour",
+        // "it hasn't shipped yet"), did not happen.
+        if ((phrase.slot === 'item_situation' || phrase.slot === 'case') && deniedAt(stems, i)) continue
         // "Thanks for all the help" asks for none.
         if (phrase.value === 'request' && stems[i] === 'help' && thankedFor(stems, i)) continue
         found(phrase, i)
       }
     }
+    const whether = asksWhether(text)
     const slots: MessageSlots = { cues, cueAt, asks: text.includes('?') || cues.has('request') || QUESTION_OPENING.test(text), contentWords: contentWordCount(stems) }
+    if (whether) slots.asksWhether = true
     if (best.item_situation !== undefined) slots.situation = best.item_situation.value
     if (best.preference !== undefined) slots.preference = best.preference.value
     if (best.account !== undefined) slots.account = best.account.value
+    if (best.case !== undefined && !whether) slots.case = best.case.value
     if (methods.length > 0) slots.paymentMethods = methods
     if (options.length > 0) slots.deliveryOptions = options
     return slots
@@ -168,4 +177,21 @@ function matchesAt (stems: readonly string[], at: number, phrase: readonly strin
   if (at + phrase.length > stems.length) return false
   for (let j = 1; j < phrase.length; j++) if (stems[at + j] !== phrase[j]) return false
   return true
+}
+
+/**
+ * A question opening with whether something happened ("has it shipped yet?", "did my order go out?"), after LEAD_WORD.
+ * (Not "is it…": "is it too late to change the address? it says dispatched" asks the rule in that case.)
+ */
+const WHETHER_OPENING = /^(?:has|have|did)\s+(?:it|my|the|this|that|they|order)\b/i
+/** A word a question may open with before it asks ("ok", "and"). */
+const LEAD_WORD = /^(?:and|but|so|ok|okay|also)[\s,]+/i
+
+/**
+ * Whether a message asks whether a case holds, and only that: it opens so and asks no second question ("has it
+ * shipped? if it has, can I still cancel?" asks what happens then, too).
+ */
+export function asksWhether (message: string): boolean {
+  const text = message.trimStart()
+  return WHETHER_OPENING.test(text.replace(LEAD_WORD, '')) && message.indexOf('?') === message.lastIndexOf('?')
 }

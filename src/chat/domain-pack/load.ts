@@ -171,6 +171,8 @@ export function checkDomainPack (data: unknown, source = 'domain pack'): DomainP
     }
   }
   problems.push(...answerProblems(pack, new Set([...DIALOGUE_SITUATIONS, ...slotSituations])))
+  const supposed = new Set(pack.answers.flatMap((answer) => answer.supposes === undefined ? [] : [answer.supposes]))
+  for (const told of Object.keys(pack.slots.cases)) if (!supposed.has(told)) problems.push(`/slots/cases/${told}: no answer supposes it`)
   if (problems.length > 0) throw new DomainPackError(`Domain pack ${source} is invalid: ${problems.slice(0, 5).join('; ')}`)
   return pack
 }

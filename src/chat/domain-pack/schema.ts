@@ -211,6 +211,11 @@ export const DomainSlots = Type.Object({
   reply_fallbacks: Type.Record(Type.String({ pattern: NAME }), Type.String({ pattern: NAME }), { default: {} }),
   /** Refund or exchange. */
   preference: SlotValues,
+  /**
+   * What the customer tells has become of the order, as the cases answers suppose (`supposes: shipped`): "it already
+   * says shipped" in a cancellation is answered with the cancellation's answer for that case.
+   */
+  cases: Type.Record(Type.String({ pattern: NAME }), Type.Array(Text, { minItems: 1 }), { default: {} }),
   /** The customer's account (`no_account`). */
   account: SlotValues,
   /**
