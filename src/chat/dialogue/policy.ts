@@ -1015,7 +1015,10 @@ export class DialoguePolicy {
     // after where all the invoices are) is answered by the request's own reply, for that order.
     const orderUnused = turn.understanding.entities.orderId !== undefined && answer !== undefined &&
       !Object.values(answer.replies).some((templates) => templates?.some((template) => template.includes('{order_id}')))
-    if (answer !== undefined && answer.intents.includes(request) && !newAddress && !orderUnused && (!turn.newDate || WINDOW_SITUATIONS.some((situation) => answer.replies[situation] !== undefined))) {
+    // (A date the answer speaks to only for another part of the window, "bought on October 28" for an answer with a
+    // reply only for when the window has closed, is the request's too: its reply says until when.)
+    const speaksToDate = !turn.newDate || this.#windowNow(turn).some((situation) => answer?.replies[situation] !== undefined)
+    if (answer !== undefined && answer.intents.includes(request) && !newAddress && !orderUnused && speaksToDate) {
       // The order number given for an answer that says what it does with one ("Order #60231" after asking for an
       // invoice with the company's name): that reply, with the order.
       const situations = this.#situations(turn, answer.replies, undefined)
@@ -1033,6 +1036,14 @@ export class DialoguePolicy {
     const decision = this.#act(turn, request, situation, 1)
     if (topic !== undefined && topic.intent === request && topic.aside !== undefined) decision.topic = { ...decision.topic!, aside: topic.aside }
     return decision
+  }
+
+  /** Where the purchase date the conversation knows stands in the return window, the most specific first. */
+  #windowNow (turn: Turn): string[] {
+    const purchaseDate = turn.facts['purchase_date']
+    if (typeof purchaseDate !== 'string') return []
+    const { situation } = returnWindow(purchaseDate, turn.today, this.#pack.policies.return_window_days)
+    return situation === 'window_last_day' ? [situation, 'inside_window'] : [situation]
   }
 
   /** A value or a statement with no request yet: noted, and the customer asked what they need. */
@@ -1367,13 +1378,8 @@ export class DialoguePolicy {
    * return window, then `default`. Only those the replies have are kept.
    */
   #situations (turn: Turn, replies: Readonly<Record<string, readonly string[]>>, modelSituation: string | undefined): string[] {
-    const { facts, slots, values, today } = turn
-    const window: string[] = []
-    const purchaseDate = facts['purchase_date']
-    if (typeof purchaseDate === 'string') {
-      const situation = returnWindow(purchaseDate, today, this.#pack.policies.return_window_days).situation
-      window.push(...(situation === 'window_last_day' ? [situation, 'inside_window'] : [situation]))
-    }
+    const { slots, values } = turn
+    const window = this.#windowNow(turn)
     const described: string[] = []
     for (const situation of [slots.situation, slots.preference, slots.account]) {
       if (situation === undefined) continue
