@@ -175,7 +175,9 @@ export class DialoguePolicy {
       const corrected = correctsKnown && entities.dateDayOnly === true && typeof previousDate === 'string' ? `${previousDate.slice(0, 8)}${entities.date.slice(8)}` : undefined
       facts['purchase_date'] = corrected !== undefined && isCalendarDate(corrected) && corrected <= today ? corrected : entities.date
     }
-    const newDate = facts['purchase_date'] !== previousDate
+    // The date the message itself gives; and a new date at all, which may come from the support system's context.
+    const datedNow = facts['purchase_date'] !== previousDate
+    const newDate = facts['purchase_date'] !== state.facts['purchase_date']
 
     // What the message says about the item, the customer's preference and account; a new order's item is another.
     const slots: Slots = withoutTransient(previous)
@@ -224,7 +226,7 @@ export class DialoguePolicy {
       (message.contentWords <= MAX_VALUE_WORDS || understanding.status !== 'understood' || understanding.confidence < CLAUSE_CONFIDENCE))
     // One that says why in a few more words and asks nothing is the correction, whatever the model makes of the
     // words of why ("looked at the receipt again, it was the 18th not the 25th").
-    const correctsDate = newDate && cues.has('correction') &&
+    const correctsDate = datedNow && cues.has('correction') &&
       ((message.contentWords <= MAX_VALUE_WORDS && !asksOther) || (correctsKnown && message.contentWords <= MAX_CORRECTION_WORDS && unasked))
     // "only 2 of the 3 mugs were in the box. i want my money back for the missing one", "the charger is missing from
     // the box?? can i get a refund for it": the refund asked for (for a missing part, wished or asked to be had; not
@@ -293,7 +295,7 @@ export class DialoguePolicy {
     // instead of 21".)
     const answered = surest !== undefined && surest.confidence >= this.#answerThreshold &&
       (surest.answer !== undefined || (understanding.status === 'understood' && understanding.confidence >= CLEAR_REQUEST))
-    if (reading.slots !== undefined && !message.asks && message.situation === undefined && !understanding.angry && newDate &&
+    if (reading.slots !== undefined && !message.asks && message.situation === undefined && !understanding.angry && datedNow &&
       ((cues.has('purchase') && !answered) || understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
       if (request !== undefined) return this.#continue(turn, request)
       return this.#acknowledge(turn)
