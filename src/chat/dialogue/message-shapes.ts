@@ -73,6 +73,9 @@ function sureOfRequest (understanding: Understanding): boolean {
  * statement of what the customer will do ("ok I'll check my spam, thanks") is still a courtesy; goodbye wins over
  * thanks ("thanks, bye").
  */
+/** A message that goes on to another request after what it reports or thanks for. */
+const FURTHER_REQUEST = /\b(?:also|as well|another thing)\b/i
+
 export function courtesyOf (understanding: Understanding, message: MessageSlots, text: string): 'thanks' | 'goodbye' | undefined {
   const { cues } = message
   const social = understanding.intent === 'thanks' || understanding.intent === 'goodbye'
@@ -81,7 +84,8 @@ export function courtesyOf (understanding: Understanding, message: MessageSlots,
   // A step reported done names the request it did ("done, password changed"): that asks nothing.
   // Nor does what the customer says they will do, with thanks or goodbye ("ok I'll just send it back when it comes.
   // thanks", "ok ill do the swap, bye").
-  const asks = message.asks && !((cues.has('done') || (cues.has('own_plan') && (cues.has('thanks') || cues.has('goodbye')))) && !text.includes('?'))
+  // (Unless it goes on to another request: "done thanks. oh also can i add my office as a second address".)
+  const asks = message.asks && !((cues.has('done') || (cues.has('own_plan') && (cues.has('thanks') || cues.has('goodbye')))) && !text.includes('?') && !FURTHER_REQUEST.test(text))
   if (!social && !(courteous && !asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
   // Taking note with no goodbye word ("right, good to know") leaves the conversation open.
   // The model's goodbye for a message that says thanks and no goodbye word is a guess ("ok I'll wait till monday. thanks").
