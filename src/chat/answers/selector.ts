@@ -162,8 +162,9 @@ export class AnswerRanking {
   /** top()'s entry once found (null: not yet). */
   #top: RankedEntry | undefined | null = null
 
-  /** The probabilities with the answers whose subject the message does not name counted in (`implying`). */
-  readonly #implied: readonly number[] | undefined
+  /** The probabilities before the answers whose subject the message does not name were ranked down. */
+  readonly #given: readonly number[] | undefined
+  readonly #unnamed: { entries: readonly number[], unmatched: number } | undefined
 
   /**
    * `unnamed`: the answers whose subject (`names`) the message does not name: each is as likely as an entry no word
@@ -173,8 +174,9 @@ export class AnswerRanking {
     this.#entries = entries
     this.#membership = membership
     this.#terms = terms
-    this.#implied = probabilities
-    if (probabilities === undefined || unnamed === undefined) {
+    this.#given = probabilities
+    this.#unnamed = unnamed
+    if (probabilities === undefined || unnamed === undefined || unnamed.entries.length === 0) {
       this.#probabilities = probabilities
       return
     }
@@ -191,11 +193,16 @@ export class AnswerRanking {
   }
 
   /**
-   * The same message's ranking when the conversation names the subject the message leaves out: "can I use it
-   * together with another one?" right after an answer about discount codes is about codes.
+   * The same message's ranking when the conversation names the subject the message leaves out (`subject`: the names
+   * of the answer just given): "can I use it together with another one?" right after an answer about discount codes is
+   * about codes. Answers of other subjects stay ranked down.
    */
-  implying (): AnswerRanking {
-    return this.#implied === this.#probabilities ? this : new AnswerRanking(this.#entries, this.#membership, this.#implied, this.#terms)
+  implying (subject: readonly string[]): AnswerRanking {
+    const unnamed = this.#unnamed
+    if (unnamed === undefined) return this
+    const same = (names: readonly string[] | undefined): boolean => names !== undefined && names.length === subject.length && names.every((name, i) => name === subject[i])
+    const entries = unnamed.entries.filter((index) => !same(this.#entries[index]!.answer?.names))
+    return entries.length === unnamed.entries.length ? this : new AnswerRanking(this.#entries, this.#membership, this.#given, this.#terms, { entries, unmatched: unnamed.unmatched })
   }
 
   /**

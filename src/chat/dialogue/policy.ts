@@ -127,7 +127,8 @@ export class DialoguePolicy {
   }
 
   decide (state: DialogueState, understanding: Understanding, context: RequestContext, today: string, given: MessageReading = {}): Decision {
-    const reading = given.answers !== undefined && this.#subjectNamed(state) ? { ...given, answers: given.answers.implying() } : given
+    const subject = this.#subjectNamed(state)
+    const reading = given.answers !== undefined && subject !== undefined ? { ...given, answers: given.answers.implying(subject) } : given
     const { entities } = understanding
     const message = reading.slots ?? EMPTY_SLOTS
     const { cues } = message
@@ -574,14 +575,18 @@ export class DialoguePolicy {
   }
 
   /**
-   * Whether the answer just given, or the active request's, names its subject (`names`: discount codes): then a
-   * message that leaves it out speaks of it still ("i typed it in lower case, is that a problem?").
+   * The subject the answer just given, or the active request's, names (`names`: discount codes), if any: a message that
+   * leaves it out speaks of it still ("i typed it in lower case, is that a problem?").
    */
-  #subjectNamed (state: DialogueState): boolean {
+  #subjectNamed (state: DialogueState): readonly string[] | undefined {
     const key = state.slots?.recent?.at(-1)
     const replied = key === undefined ? undefined : repliedWith(key)
     const ids = [replied?.kind === 'answer' ? replied.name : undefined, state.topic?.answer, state.topic?.asideAnswer]
-    return ids.some((id) => id !== undefined && this.#answers.get(id)?.names !== undefined)
+    for (const id of ids) {
+      const names = id === undefined ? undefined : this.#answers.get(id)?.names
+      if (names !== undefined) return names
+    }
+    return undefined
   }
 
   /**
