@@ -207,7 +207,7 @@ export class ChatService {
     for (const part of decision.more) {
       const rendered = this.#renderChoice(part.intent, part.reply, values, today, undefined)
       if (rendered === undefined) continue
-      texts.push(rendered.text)
+      texts.push(withoutRepeatedLink(rendered.text, links))
       for (const link of rendered.links) if (!links.some((other) => other.url === link.url)) links.push(link)
     }
     return { text: texts.join(' '), links }
@@ -300,3 +300,17 @@ function questionStems (sentences: readonly string[]): string[] | undefined {
 
 /** After a sentence's end mark, the spaces before the next: one pass, linear. */
 const SENTENCE_BREAK = /(?<=[.!?])\s+/
+
+/**
+ * A part's closing pointer to a link an earlier part of the reply gave already ("… within 7 days. The refund policy:
+ * https://…" after the same link): dropped with its sentence, so the link is given once. A part that is nothing but
+ * that sentence stays as it is.
+ */
+function withoutRepeatedLink (text: string, given: ReadonlyArray<{ url: string }>): string {
+  for (const { url } of given) {
+    if (!text.endsWith(url)) continue
+    const end = text.lastIndexOf('. ', text.length - url.length)
+    return end < 0 ? text : text.slice(0, end + 1)
+  }
+  return text
+}

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { returnWindow } from '../../src/chat/dialogue/return-window.ts'
 import { readLabelledMessages, scoreIntents, type IntentScores } from '../../src/chat/evaluation/intents.ts'
+import { storyChat } from '../../src/chat/evaluation/stories.ts'
 import { INTENTS } from '../../src/chat/intents.ts'
 import { extractEntities, recogniseEntities } from '../../src/chat/nlu/entities.ts'
 import { trainingExamples } from '../../src/chat/nlu/training.ts'
@@ -177,6 +178,17 @@ describe('dialogue', () => {
     const { reply } = await send(chatService(() => now), 'what is your refund policy', undefined, { return_window_days: 365 })
     expect(reply).toContain('30')
     expect(reply).not.toContain('365')
+  })
+
+  it('two answers in one reply give a link they share once', async () => {
+    // The first of each answer's templates (random: 0), whose second ends on the link the first gave.
+    const { pack, trained } = defaultAssistant()
+    const chat = storyChat(pack, trained, 'https://shop.example.com')('2026-11-20')
+    const { reply, links } = await send(chat, 'how many days do i have to return something and how long until i get my money back')
+    expect(reply).toContain('30 days')
+    expect(reply).toContain('7 days')
+    expect(reply.split('https://shop.example.com/help/refunds')).toHaveLength(2)
+    expect(links.map((link) => link.url)).toEqual(['https://shop.example.com/help/refunds'])
   })
 
   it('takes the purchase date from the message when the customer says when they bought', async () => {
