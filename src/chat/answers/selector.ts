@@ -365,8 +365,10 @@ function addPosting (scores: number[], posting: Posting): void {
   for (let i = 0; i < posting.entries.length; i++) scores[posting.entries[i]!]! += posting.weights[i]!
 }
 
-/** Scores to probabilities; the entries no term matched share one value, computed once. */
-/** Turns scores into probabilities in place; returns the probability of an entry no term matched. */
+/**
+ * Scores to probabilities, in place; the entries no term matched share one value, computed once, which is returned
+ * (as a probability) for the answers ranked as if no term matched them.
+ */
 function softmax (scores: number[], temperature: number): number {
   let max = 0
   for (let i = 0; i < scores.length; i++) if (scores[i]! > max) max = scores[i]!

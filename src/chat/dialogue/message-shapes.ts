@@ -68,14 +68,14 @@ function sureOfRequest (understanding: Understanding): boolean {
   return understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8
 }
 
+/** A message that goes on to another request after what it reports or thanks for. */
+const FURTHER_REQUEST = /\b(?:also|as well|another thing)\b/i
+
 /**
  * Thanks or goodbye when the message is one, whatever the model made of the words beside it: a courtesy beside a
  * statement of what the customer will do ("ok I'll check my spam, thanks") is still a courtesy; goodbye wins over
  * thanks ("thanks, bye").
  */
-/** A message that goes on to another request after what it reports or thanks for. */
-const FURTHER_REQUEST = /\b(?:also|as well|another thing)\b/i
-
 export function courtesyOf (understanding: Understanding, message: MessageSlots, text: string): 'thanks' | 'goodbye' | undefined {
   const { cues } = message
   const social = understanding.intent === 'thanks' || understanding.intent === 'goodbye'
