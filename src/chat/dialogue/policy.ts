@@ -579,14 +579,15 @@ export class DialoguePolicy {
    * leaves it out speaks of it still ("i typed it in lower case, is that a problem?").
    */
   #subjectNamed (state: DialogueState): readonly string[] | undefined {
+    const given = [this.#lastAnswer(state), ...[state.topic?.answer, state.topic?.asideAnswer].map((id) => id === undefined ? undefined : this.#answers.get(id))]
+    return given.find((answer) => answer?.names !== undefined)?.names
+  }
+
+  /** The answer the last reply gave, if it gave one. */
+  #lastAnswer (state: DialogueState): DomainAnswer | undefined {
     const key = state.slots?.recent?.at(-1)
     const replied = key === undefined ? undefined : repliedWith(key)
-    const ids = [replied?.kind === 'answer' ? replied.name : undefined, state.topic?.answer, state.topic?.asideAnswer]
-    for (const id of ids) {
-      const names = id === undefined ? undefined : this.#answers.get(id)?.names
-      if (names !== undefined) return names
-    }
-    return undefined
+    return replied?.kind === 'answer' ? this.#answers.get(replied.name) : undefined
   }
 
   /**
@@ -640,10 +641,8 @@ export class DialoguePolicy {
   #askedOfLastAnswer (turn: Turn, intent: SupportIntent, answers: AnswerRanking | undefined): DomainAnswer | undefined {
     const { message } = turn
     const asking = message.cues.has('time') ? 'time' : message.cues.has('price') ? 'price' : undefined
-    const key = turn.state.slots?.recent?.at(-1)
-    if (asking === undefined || !message.asks || answers === undefined || key === undefined) return undefined
-    const replied = repliedWith(key)
-    const last = replied.kind === 'answer' ? this.#answers.get(replied.name) : undefined
+    if (asking === undefined || !message.asks || answers === undefined) return undefined
+    const last = this.#lastAnswer(turn.state)
     if (last === undefined || last.states.length !== 1 || this.#reportedFor(this.#reportedAs[asking], last) === undefined) return undefined
     return last.intents.includes(intent) && answers.namesNothingBut(new Set(), undefined, asking) ? last : undefined
   }
@@ -1067,11 +1066,9 @@ export class DialoguePolicy {
     const topic = turn.state.topic ?? { intent }
     const nextStep = this.#pack.intents[intent].replies['not_helped']
     // The next step is no step when the answer just given already said it, word for word.
-    const lastKey = recent.at(-1)
-    const last = lastKey === undefined ? undefined : repliedWith(lastKey)
-    const lastAnswer = last?.kind === 'answer' ? last.name : undefined
+    const lastAnswer = this.#lastAnswer(turn.state)
     const saidAlready = lastAnswer !== undefined && nextStep !== undefined &&
-      Object.values(this.#answers.get(lastAnswer)?.replies ?? {}).some((templates) => templates?.some((template) => nextStep.includes(template)))
+      Object.values(lastAnswer.replies).some((templates) => templates?.some((template) => nextStep.includes(template)))
     if (nextStep !== undefined && !saidAlready && !recent.includes(replyKey(intent, { kind: 'intent', situations: ['not_helped'] }, turn.facts, turn.values))) {
       return this.#base(turn, { intent, confidence: 1, reply: { kind: 'intent', situations: ['not_helped'], otherwise: 'not_helped' }, handoff: false, topic })
     }
