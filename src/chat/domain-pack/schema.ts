@@ -190,6 +190,9 @@ export type DomainAnswer = Static<typeof DomainAnswer>
 /** Phrases, by value, that fill a slot; matched on word stems (docs/chat.md "Slots"). */
 const SlotValues = Type.Record(Type.String({ pattern: NAME }), Type.Array(Text, { minItems: 1 }))
 
+/** Other names customers give the items of one of the policies' lists, by the item's own name. */
+const OtherNames = Type.Record(Type.String({ minLength: 1 }), Type.Array(Text, { minItems: 1 }), { default: {} })
+
 /** The words that fill the dialogue's slots and mark what a message does in the conversation. */
 export const DomainSlots = Type.Object({
   /** What happened to the item or parcel, most specific first: `broke_in_use` before `defective_item`. */
@@ -222,12 +225,12 @@ export const DomainSlots = Type.Object({
    * Other names customers give a payment method of the policies' list (`American Express: [amex]`); those of a method
    * the list does not have are not used, so that a pack can change its methods without editing these.
    */
-  payment_method_names: Type.Record(Type.String({ minLength: 1 }), Type.Array(Text, { minItems: 1 }), { default: {} }),
+  payment_method_names: OtherNames,
   /**
    * Other names customers give a delivery option of the policies' list (`Store pickup: [click and collect]`); those
    * of an option the list does not have are not used, as with the payment methods.
    */
-  delivery_option_names: Type.Record(Type.String({ minLength: 1 }), Type.Array(Text, { minItems: 1 }), { default: {} }),
+  delivery_option_names: OtherNames,
   /** What a message does: corrects a value, asks the same for another order, says the answer did not help… */
   cues: Type.Object({
     correction: Type.Array(Text),
