@@ -452,6 +452,11 @@ export class DialoguePolicy {
       decision.topic = { intent: wish, aside: asked, asideAnswer: decision.answer.id }
       decision.intent = wish
       decision.confidence = wished!.understanding.confidence
+      // The answer's reply that does the request wished for, when it has one (the fee's rule, then the cancel link).
+      const { reply } = decision
+      if (reply.kind === 'answer' && !reply.situations.includes('wish') && this.#answers.get(reply.id)?.replies['wish'] !== undefined) {
+        decision.reply = { ...reply, situations: ['wish', ...reply.situations] }
+      }
     }
     return decision
   }
@@ -1207,6 +1212,9 @@ export class DialoguePolicy {
       // A request of its own that the model is sure of and that needs nothing more ("open an account, and put me on
       // the newsletter too"), though customers often ask it next.
       if (this.#standsAlone(clause, earlier)) return true
+      // A question about a request's rule, sure, asked beside the request wished for in words that name neither
+      // ("can i cancel order 61002? and is there a fee for that").
+      if (this.#asksRuleOf(clause, earlier)) return true
       const own = answerOf(clause)
       return own !== undefined && earlier.every((other) => answerOf(other) !== own)
     })
@@ -1248,6 +1256,13 @@ export class DialoguePolicy {
     const chosen = sure.length === 1 ? sure[0]! : asking.length === 1 ? asking[0]! : undefined
     if (chosen === undefined || clauses.some((clause) => clause !== chosen && clause.asks && clause.understanding.intent !== chosen.understanding.intent)) return undefined
     return chosen
+  }
+
+  /** Whether a clause is a question intent the model is sure of, after a clause that wishes for another request. */
+  #asksRuleOf (clause: ClauseReading, earlier: readonly ClauseReading[]): boolean {
+    const { intent, confidence } = clause.understanding
+    return this.#questions.has(intent) && confidence >= CLEARLY_OTHER &&
+      earlier.some((other) => other.wants === true && other.understanding.intent !== intent && !this.#questions.has(other.understanding.intent))
   }
 
   /** Whether a clause is another request than the earlier ones, sure and answerable without an order or a person. */
