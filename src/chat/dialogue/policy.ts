@@ -952,7 +952,10 @@ export class DialoguePolicy {
     // (A date told in a request the answer is the reply to asks no rule: "where is my package?? ordered 2 weeks ago".)
     const request = own !== undefined && own === answer.intents[0] && !this.#questions.has(own)
     // "and if it already shipped can I still cancel it?": a case supposed, not the customer's own, asks the rule too.
-    const dated = understanding.entities.date !== undefined && understanding.entities.orderId === undefined && turn.newDate && !request
+    // (Not with what happened to the item told: "I buy a jacket on 28 of october, it is too small. I can still return it?"
+    // is that return.)
+    const dated = understanding.entities.date !== undefined && understanding.entities.orderId === undefined && turn.newDate && !request &&
+      message.situation === undefined
     // "do I have to pay for shipping them back? they came broken": what something costs asks the rule as well.
     if (!dated && !message.cues.has('supposing') && !message.cues.has('price')) return undefined
     return answer.intents.find((intent) => this.#questions.has(intent))
