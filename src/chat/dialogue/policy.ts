@@ -1358,6 +1358,9 @@ export class DialoguePolicy {
     // (Told of a related request, what did not help may be a new problem the pack answers for sure: "it keeps saying
     // my phone number is invalid" while opening an account is a sign-up problem's answer, not the account's next step.)
     if (!asked && sameMatter && own.intent === topic.intent) return false
+    // (A problem of another request asked about: "it keeps saying email invalid when i try to sign up??" after how to
+    // open an account is that sign-up problem, whichever of its answers fits.)
+    if (asked && this.#problems.has(own.intent) && own.intent !== topic.intent) return true
     const ownAnswer = answers?.best(new Set([own.intent]))
     return ownAnswer?.answer !== undefined && ownAnswer.confidence >= SURE_ANSWER && own.intent !== topic.intent && ownAnswer.answer.id !== topic.answer
   }
