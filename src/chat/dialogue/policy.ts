@@ -1247,9 +1247,12 @@ export class DialoguePolicy {
     if (clauses === undefined) return undefined
     // "I want to delete my account. You send me far too many emails.": the clause that asks for it to be done, sure
     // of the request the whole message is likeliest to be, is that request, whatever the reasons told beside it match.
-    if (whole.status === 'understood' && whole.confidence < CLEARLY_OTHER) {
+    // (Or beside a question the model makes nothing of: "thats ridiculous, you wont take it back?? i want to make a
+    // formal complaint".)
+    if (whole.status === 'understood') {
       const wanted = clauses.filter((clause) => clause.wants && clause.understanding.intent === whole.intent && clause.understanding.confidence >= CLEARLY_OTHER)
-      if (wanted.length === 1 && clauses.every((clause) => clause === wanted[0] || !clause.asks)) return wanted[0]
+      const unsure = whole.confidence < CLEARLY_OTHER
+      if (wanted.length === 1 && clauses.every((clause) => clause === wanted[0] || !clause.asks || (!unsure && !this.#readsRequest(clause)))) return wanted[0]
     }
     if (whole.status === 'understood' || whole.confidence >= CLEARLY_OTHER) return undefined
     const sure = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) && clause.understanding.confidence >= CLEARLY_OTHER)
@@ -1259,6 +1262,11 @@ export class DialoguePolicy {
     const chosen = sure.length === 1 ? sure[0]! : asking.length === 1 ? asking[0]! : undefined
     if (chosen === undefined || clauses.some((clause) => clause !== chosen && clause.asks && clause.understanding.intent !== chosen.understanding.intent)) return undefined
     return chosen
+  }
+
+  /** Whether the model reads a clause as a request, at least as likely as not. */
+  #readsRequest (clause: ClauseReading): boolean {
+    return clause.understanding.status === 'understood' && clause.understanding.confidence >= CLAUSE_CONFIDENCE
   }
 
   /** Whether a clause is a question intent the model is sure of, after a clause that wishes for another request. */
