@@ -97,6 +97,8 @@ function expandContraction (_match: string, canOrWont: string | undefined, endin
 }
 
 const WORD = /[a-z0-9]+/g
+/** "e-mail", "e mail": one word, as "email" is. */
+const E_MAIL = /\be[- ]mail/g
 const CENSORED = /([a-z])[*#@$%]+([a-z]*)/g
 
 /**
@@ -110,6 +112,7 @@ function prepare (text: string, spans: readonly EntitySpan[]): string {
   if (/[^ -~]/.test(prepared)) prepared = prepared.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
   if (/[’']/.test(prepared)) prepared = prepared.replace(CONTRACTIONS, expandContraction)
   if (/[a-z][*#@$%]/.test(prepared)) prepared = prepared.replace(CENSORED, '$1$2')
+  if (prepared.includes('e-mail') || prepared.includes('e mail')) prepared = prepared.replace(E_MAIL, 'email')
   return prepared
 }
 
