@@ -147,7 +147,7 @@ export class SlotReader {
       }
     }
     const whether = asksWhether(text)
-    const slots: MessageSlots = { cues, cueAt, asks: text.includes('?') || cues.has('request') || QUESTION_OPENING.test(text), contentWords: contentWordCount(stems) }
+    const slots: MessageSlots = { cues, cueAt, asks: text.includes('?') || cues.has('request') || opensQuestion(text), contentWords: contentWordCount(stems) }
     if (whether) slots.asksWhether = true
     if (best.item_situation !== undefined) slots.situation = best.item_situation.value
     if (best.preference !== undefined) slots.preference = best.preference.value
@@ -158,6 +158,12 @@ export class SlotReader {
     return slots
   }
 }
+
+/** Whether a message opens as a question does, after a word that acknowledges: "ok and is shipping free then". */
+function opensQuestion (text: string): boolean {
+  return QUESTION_OPENING.test(text) || (ACKNOWLEDGING_OPENING.test(text) && QUESTION_OPENING.test(text.replace(ACKNOWLEDGING_OPENING, '')))
+}
+const ACKNOWLEDGING_OPENING = /^\s*(?:ok|okay|oh|right|well|hmm)[\s,]+/i
 
 /** A question without its question mark: "is that free", "how long does it take", "and is standard free". */
 export const QUESTION_OPENING = /^\s*(?:(?:and|but|so|also|or) +)?(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
