@@ -706,7 +706,13 @@ export class DialoguePolicy {
   #supposedInRequest (turn: Turn): AnswerChoice | undefined {
     const { message, state, understanding, reading } = turn
     const topic = state.topic
-    if (topic === undefined || !isSupportIntent(state.previousIntent ?? '')) return undefined
+    if (topic === undefined || !isSupportIntent(state.previousIntent ?? '')) {
+      // "if i cancel my order now, you charge me something? it was sended yesterday": the case told, for the request
+      // the model is sure the message asks about.
+      const sure = understanding.status === 'understood' && understanding.confidence >= CLEARLY_OTHER
+      const told = sure && message.case !== undefined && message.asks ? this.#caseAnswer(message.case, understanding.intent) : undefined
+      return told === undefined ? undefined : { answer: told, confidence: 1 }
+    }
     if (understanding.status === 'understood' && understanding.confidence >= CLEARLY_OTHER && !this.#sameMatter(understanding.intent, topic)) return undefined
     // "it already says shipped. so i cant cancel it anymore?": the case told, asked about within the request.
     const told = message.case !== undefined && message.asks ? this.#caseAnswer(message.case, topic.intent) : undefined
