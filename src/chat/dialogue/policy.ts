@@ -296,7 +296,10 @@ export class DialoguePolicy {
     // instead of 21".)
     const answered = surest !== undefined && surest.confidence >= this.#answerThreshold &&
       (surest.answer !== undefined || (understanding.status === 'understood' && understanding.confidence >= CLEAR_REQUEST))
-    if (reading.slots !== undefined && !message.asks && message.situation === undefined && !understanding.angry && datedNow &&
+    // (Asked, too, when the purchase is told in a request the return window decides, with no answer sure of the words:
+    // "Also I bought it on 2 November, I hope that is still ok?" in a return is that return, for its date.)
+    const windowAsked = request !== undefined && this.#pack.intents[request].uses_return_window === true && cues.has('purchase') && !answered
+    if (reading.slots !== undefined && (!message.asks || windowAsked) && message.situation === undefined && !understanding.angry && datedNow &&
       ((cues.has('purchase') && !answered) || understanding.status !== 'understood' || SOCIAL.has(understanding.intent) || understanding.confidence < CLEARLY_OTHER)) {
       if (request !== undefined) return this.#continue(turn, request)
       return this.#acknowledge(turn)
