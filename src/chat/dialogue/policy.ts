@@ -193,6 +193,8 @@ export class DialoguePolicy {
     const values: Record<string, string> = {}
     const method = this.#paymentMethod(understanding, reading)
     if (method !== undefined) values['payment_method'] = method
+    // "do I have to pay to send it back?": "No, … is free", where "is it free?" gets "Yes".
+    if (cues.has('must_pay')) values['pay_answer'] = 'No'
 
     const turn: Turn = { state, understanding, message, reading, facts, slots, values, today, newDate }
 

@@ -252,6 +252,11 @@ export const DomainSlots = Type.Object({
     time: Type.Array(Text, { default: [] }),
     /** The message asks what something costs ("is it free", "how much"). */
     price: Type.Array(Text, { default: [] }),
+    /**
+     * The message asks whether the customer must pay ("do I have to pay", "will it cost me"): a reply that says it is
+     * free answers "No" (the value `{pay_answer}`), where "is it free?" is answered "Yes".
+     */
+    must_pay: Type.Array(Text, { default: [] }),
     /** The message is about the account rather than an order ("the address saved in my account"). */
     account_scope: Type.Array(Text, { default: [] }),
     /** The customer says what they want done ("I'd like to return it"), not only asks whether it can be. */
