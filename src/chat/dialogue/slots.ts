@@ -159,11 +159,26 @@ export class SlotReader {
   }
 }
 
-/** Whether a message opens as a question does, after a word that acknowledges: "ok and is shipping free then". */
+/**
+ * Whether a message asks without a question mark: it opens as a question does, after a word that acknowledges too
+ * ("ok and is shipping free then"), or asks after "so", or ends "or not".
+ */
 function opensQuestion (text: string): boolean {
-  return QUESTION_OPENING.test(text) || (ACKNOWLEDGING_OPENING.test(text) && QUESTION_OPENING.test(text.replace(ACKNOWLEDGING_OPENING, '')))
+  return QUESTION_OPENING.test(text) || (ACKNOWLEDGING_OPENING.test(text) && QUESTION_OPENING.test(text.replace(ACKNOWLEDGING_OPENING, ''))) ||
+    QUESTION_AFTER_SO.test(text) || endsOrNot(text)
+}
+
+/** "…is the delivery free or not": a question, whatever it opens with (the ending found without a regex's scan). */
+function endsOrNot (text: string): boolean {
+  let end = text.length
+  while (end > 0 && ' \t\n.!'.includes(text[end - 1]!)) end--
+  return OR_NOT.test(text.slice(Math.max(0, end - OR_NOT_LENGTH), end))
 }
 const ACKNOWLEDGING_OPENING = /^\s*(?:ok|okay|oh|right|well|hmm)[\s,]+/i
+/** A question asked after what it follows from, without its mark: "they're only $45 so is the delivery free". */
+const QUESTION_AFTER_SO = /\bso (?:is|are|does|do|can|will|would)\b/i
+const OR_NOT = /\bor not$/i
+const OR_NOT_LENGTH = ' or not'.length
 
 /** A question without its question mark: "is that free", "how long does it take", "and is standard free". */
 export const QUESTION_OPENING = /^\s*(?:(?:and|but|so|also|or) +)?(?:is|are|does|do|did|can|could|will|would|should|how|what|when|where|why|which)\b/i
