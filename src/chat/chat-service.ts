@@ -184,10 +184,14 @@ export class ChatService {
     const read = clauses.map((clause) => {
       const { words, stems } = readWords(clause)
       const slots = this.slots.read(stems, clause, words)
+      const understanding = this.understander.understand(clause, today, words)
+      // A value corrected, with no question ("Sorry, just checked the receipt, it was the 4th actually."), asks nothing.
+      const { entities } = understanding
+      const corrects = slots.cues.has('correction') && !clause.includes('?') && (entities.date !== undefined || entities.orderId !== undefined)
       return {
-        understanding: this.understander.understand(clause, today, words),
+        understanding,
         answers: this.answers.rank(stems, undefined, slots.asksWhether === true),
-        asks: slots.asks || slots.situation !== undefined,
+        asks: !corrects && (slots.asks || slots.situation !== undefined),
         wants: asksToDo(clause, slots)
       }
     })
