@@ -188,10 +188,13 @@ export class ChatService {
       // A value corrected, with no question ("Sorry, just checked the receipt, it was the 4th actually."), asks nothing.
       const { entities } = understanding
       const corrects = slots.cues.has('correction') && !clause.includes('?') && (entities.date !== undefined || entities.orderId !== undefined)
+      // A question of a word or none that the model is unsure of ("is that possible?", "how?") asks about the clause
+      // before it, not apart ("and is there a fee for that" is sure, and apart).
+      const vague = slots.contentWords <= MAX_VAGUE_WORDS && !(understanding.status === 'understood' && understanding.confidence >= SURE_CLAUSE)
       return {
         understanding,
         answers: this.answers.rank(stems, undefined, slots.asksWhether === true),
-        asks: !corrects && (slots.asks || slots.situation !== undefined),
+        asks: !corrects && !vague && (slots.asks || slots.situation !== undefined),
         wants: asksToDo(clause, slots)
       }
     })
@@ -266,6 +269,9 @@ const MAX_AND_SENTENCES = 3
 const AND_QUESTION = /\band (?:can|could|will|would|is|are|does|do|how|what|when|where)(?:'?s)?\b/i
 /** A message of more clauses is a story, not a list of requests: it is read whole. */
 const MAX_CLAUSES = 6
+/** A clause of at most this many content words says too little to be a request apart from the one before it. */
+const MAX_VAGUE_WORDS = 1
+const SURE_CLAUSE = 0.8
 
 function owns (conversation: Conversation, ownerKey: string, userId: string): boolean {
   return conversation.ownerKey === ownerKey && conversation.userId === userId
