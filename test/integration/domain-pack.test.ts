@@ -194,7 +194,7 @@ describe('every reply of the default pack reads well', () => {
   // Rendered with everything a conversation can know, so that every optional part shows.
   const pack = loadDomainPack()
   const renderer = new ReplyRenderer(pack, { baseUrl: 'https://shop.example.com' })
-  const facts = { order_id: 'A-10042', purchase_date: '2026-11-02', email: 'jo@example.com', customer_name: 'Jo', payment_method: 'PayPal', next_request: 'the refund' }
+  const facts = { order_id: 'A-10042', purchase_date: '2026-11-02', email: 'jo@example.com', customer_name: 'Jo', payment_method: 'PayPal', next_request: 'the refund', pay_answer: 'No' }
   const templates = [
     ...Object.entries(pack.intents).flatMap(([intent, definition]) =>
       Object.entries(definition.replies).flatMap(([situation, sources]) => sources.map((source) => [`${intent}/${situation}`, source] as const))),
