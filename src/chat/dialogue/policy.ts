@@ -542,12 +542,17 @@ export class DialoguePolicy {
     // (Or one the request has a reply of its own for: "what if i already opened it" read as a detail the refund policy
     // does not state is that, not the after-shipping answer its words match.)
     const agreed = modelSituation !== undefined && (this.#pack.slots.situation_requests[modelSituation] === intent || this.#pack.intents[intent].replies[modelSituation] !== undefined)
-    if (top?.answer !== undefined && top.confidence >= (sure && !top.answer.intents.includes(intent) ? SURE_ANSWER : RESCUE_CONFIDENCE) && top.confidence > (choice?.confidence ?? 0) &&
+    // (Or it is the active request's, fairly sure, and the model is not sure of another: "ok if i add a $6 thing its
+    // free right" after the price of standard shipping, which the model reads as the cancellation fee.)
+    const ofActive = top?.answer !== undefined && topic !== undefined && top.confidence >= WITHIN_SURE && top.answer.intents.includes(topic.intent as SupportIntent) &&
+      described === undefined && !candidates.some((candidate) => candidate.probability >= CLEAR_REQUEST)
+    if (top?.answer !== undefined && top.confidence > (choice?.confidence ?? 0) && (ofActive ||
+      (top.confidence >= (sure && !top.answer.intents.includes(intent) ? SURE_ANSWER : RESCUE_CONFIDENCE) &&
       !(agreed && !top.answer.intents.includes(intent)) &&
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
         (top.confidence >= CERTAIN_ANSWER && (described === undefined || top.answer.intents.includes(described)) &&
           !candidates.some((candidate) => candidate.probability >= SURE_ANSWER)) ||
-        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))) choice = top
+        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))))) choice = top
     // A question of when or how long, or of what it costs, read as another matter (not one that follows the active
     // request) that names nothing but the active request's words is about the active request: "how many days does it
     // take?" while a refund is the topic gets its answer; "is that free" after a question about sending it back, which
