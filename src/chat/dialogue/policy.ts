@@ -502,8 +502,10 @@ export class DialoguePolicy {
       if (method !== undefined && method !== found) {
         // (Reported as the question it answers, whatever request the message makes beside it: "Can I pay with a gift
         // card? I want to order the oak desk today.")
+        // (Reported as the request when the model is sure of it, as a rule asked within a request is; else as the
+        // question: "want to order a present for my mum, can I pay with a gift card?")
         const decision = this.#answer(turn, method, confidence, situation)
-        decision.intent = intent
+        decision.intent = this.#questions.has(intent) || turn.understanding.confidence >= OWN_REQUEST ? intent : method.answer.intents[0]!
         return decision
       }
       const choice = this.#ofNamedOption(turn, intent, found)
@@ -623,11 +625,24 @@ export class DialoguePolicy {
    * instead?"): the answer that says it is accepted, whatever answer the other words match.
    */
   #ofNamedMethod (turn: Turn, intent: SupportIntent, found: AnswerChoice | undefined): AnswerChoice | undefined {
-    if (turn.values['payment_method'] === undefined || !this.#questions.has(intent) || !this.#roles.payment.has(intent)) return undefined
+    const question = this.#paymentQuestion(turn, intent)
+    if (question === undefined) return undefined
     // (An answer of the question's own that the selector found stands: "can I pay the rest of my gift card with Visa?")
-    if (found?.answer.intents.includes(intent) === true) return found
-    const answer = this.#pack.answers.find((candidate) => candidate.intents[0] === intent && candidate.replies['listed_method'] !== undefined)
+    if (found?.answer.intents.includes(question) === true) return found
+    const answer = this.#pack.answers.find((candidate) => candidate.intents[0] === question && candidate.replies['listed_method'] !== undefined)
     return answer === undefined ? undefined : { answer, confidence: 1 }
+  }
+
+  /**
+   * The question about paying that a message naming a listed method asks: its own intent's, or, in another request
+   * about paying, asked with a question mark, the payment question the model also reads ("gonna order a jacket for my
+   * brother, can I use a gift card?").
+   */
+  #paymentQuestion (turn: Turn, intent: SupportIntent): SupportIntent | undefined {
+    if (turn.values['payment_method'] === undefined || !this.#roles.payment.has(intent)) return undefined
+    if (this.#questions.has(intent)) return intent
+    if (turn.reading.text?.includes('?') !== true) return undefined
+    return [...this.#roles.payment].find((name) => this.#questions.has(name) && probabilityOf(turn.understanding, name) >= RESCUE_CANDIDATE) as SupportIntent | undefined
   }
 
   /**
