@@ -37,6 +37,8 @@ const CLEARLY_OTHER = 0.8
 const PROBABLY_OTHER = 0.7
 /** The model must be this sure of the request a message makes for an answer given in it to report that request. */
 const OWN_REQUEST = 0.7
+/** A message that names another order than the one the conversation has ("and for the other order?"). */
+const ANOTHER_ORDER = /\b(?:other|another|second|different) (?:order|one|parcel|package)\b/i
 /** A message that opens with a condition ("if i close my account, …") supposes a case. */
 const OPENS_WITH_IF = /^\s*if\b/i
 /** A shop question asked in words the intent model did not take for one is answered when the selector is this sure. */
@@ -259,6 +261,14 @@ export class DialoguePolicy {
     // unless the message clearly asks for something else.
     const fromContext = state.pendingIntent !== undefined && context['order_id'] !== undefined && context['order_id'] !== state.facts['order_id'] &&
       message.contentWords <= MAX_VALUE_AROUND && !asksOther
+    // "and for the other order?" after an invoice: the same request for an order not named yet, whose number it asks
+    // for (the order it had is not the one meant any more).
+    const anotherUnnamed = orderId === undefined && request !== undefined && cues.has('another') && !asksOther && message.contentWords <= MAX_VALUE_WORDS &&
+      this.#pack.intents[request].needs_order === true && state.facts['order_id'] !== undefined && ANOTHER_ORDER.test(reading.text ?? '')
+    if (anotherUnnamed) {
+      delete facts['order_id']
+      return this.#act(turn, request, undefined, 1)
+    }
     if (valueMessage || answersAsked || namesOrder || forAnother || correctsDate || slotValue || detail || address || fromContext) {
       if (request === undefined) return this.#acknowledge(turn)
       return this.#continue(turn, request)
