@@ -39,6 +39,8 @@ const PROBABLY_OTHER = 0.7
 const OWN_REQUEST = 0.7
 /** A message that names another order than the one the conversation has ("and for the other order?"). */
 const ANOTHER_ORDER = /\b(?:other|another|second|different) (?:order|one|parcel|package)\b/i
+/** "if": a case supposed, not told. */
+const IF_WORD = /\bif\b/i
 /** A message that opens with a condition ("if i close my account, …") supposes a case. */
 const OPENS_WITH_IF = /^\s*if\b/i
 /** A shop question asked in words the intent model did not take for one is answered when the selector is this sure. */
@@ -276,7 +278,16 @@ export class DialoguePolicy {
 
     // "what if its already been shipped tho" while changing the address: the case supposed, answered for that request.
     const supposed = this.#supposedInRequest(turn)
-    if (supposed !== undefined) return this.#answer(turn, supposed, supposed.confidence, undefined)
+    if (supposed !== undefined) {
+      const decision = this.#answer(turn, supposed, supposed.confidence, undefined)
+      // (A case the customer tells of the order is the request's: "tracking says it was dispatched already" in a
+      // cancellation is that cancellation, whatever the model reads in "tracking".)
+      const active = state.topic?.intent
+      // (Not a case supposed: "and if it had already shipped, what then?" asks the rule.)
+      const tells = message.case !== undefined && !message.cues.has('supposing') && !IF_WORD.test(reading.text ?? '')
+      if (tells && active !== undefined && isSupportIntent(active) && supposed.answer.intents.includes(active)) decision.intent = active
+      return decision
+    }
 
     // "back to the order, what if it already shipped?", "going back to the refund…": the request made before the one
     // just answered, with the answer among its own.
@@ -749,8 +760,9 @@ export class DialoguePolicy {
       return told === undefined ? undefined : { answer: told, confidence: 1 }
     }
     if (understanding.status === 'understood' && understanding.confidence >= CLEARLY_OTHER && !this.#sameMatter(understanding.intent, topic)) return undefined
-    // "it already says shipped. so i cant cancel it anymore?": the case told, asked about within the request.
-    const told = message.case !== undefined && message.asks ? this.#caseAnswer(message.case, topic.intent) : undefined
+    // "it already says shipped. so i cant cancel it anymore?": the case told, asked about within the request; or told
+    // alone, in a few words, which asks what now ("it says it's already been shipped" in a cancellation).
+    const told = message.case !== undefined && (message.asks || message.contentWords <= MAX_VALUE_WORDS) ? this.#caseAnswer(message.case, topic.intent) : undefined
     if (told !== undefined) return { answer: told, confidence: 1 }
     if (!message.cues.has('supposing')) return undefined
     const top = reading.answers?.top()
