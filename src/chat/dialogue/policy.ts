@@ -516,7 +516,7 @@ export class DialoguePolicy {
         if (!turn.message.cues.has('time') && !turn.message.cues.has('price')) decision.intent = followsAside ? aside : intent
         return decision
       }
-      const again = this.#askedOfLastAnswer(turn, intent, answers)
+      const again = this.#askedOfLastAnswer(turn, intent, answers) ?? this.#askedAgain(turn, intent)
       if (again !== undefined) return this.#answer(turn, { answer: again, confidence: 1 }, confidence, situation)
       const found = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
       const method = this.#ofNamedMethod(turn, intent, found)
@@ -689,6 +689,16 @@ export class DialoguePolicy {
    * finds for the words alone. Only a question that names nothing but when or what it costs, of an answer about one
    * thing (it states one fact) that says when or what it costs (`reported_as`), and belongs to the request asked.
    */
+  /**
+   * The active request's last answer, asked for again ("sorry what was the review link again?" after an aside), when
+   * the message is about that request.
+   */
+  #askedAgain (turn: Turn, intent: SupportIntent): DomainAnswer | undefined {
+    const topic = turn.state.topic
+    if (!turn.message.cues.has('again') || topic === undefined || topic.answer === undefined || topic.intent !== intent) return undefined
+    return this.#answers.get(topic.answer)
+  }
+
   #askedOfLastAnswer (turn: Turn, intent: SupportIntent, answers: AnswerRanking | undefined): DomainAnswer | undefined {
     const { message } = turn
     const asking = message.cues.has('time') ? 'time' : message.cues.has('price') ? 'price' : undefined

@@ -257,6 +257,8 @@ export const DomainSlots = Type.Object({
      * free answers "No" (the value `{pay_answer}`), where "is it free?" is answered "Yes".
      */
     must_pay: Type.Array(Text, { default: [] }),
+    /** The customer asks for what was said before ("what was the link again?"): the active request's last answer. */
+    again: Type.Array(Text, { default: [] }),
     /** The message is about the account rather than an order ("the address saved in my account"). */
     account_scope: Type.Array(Text, { default: [] }),
     /** The customer says what they want done ("I'd like to return it"), not only asks whether it can be. */
