@@ -191,10 +191,13 @@ export class ChatService {
       // A question of a word or none that the model is unsure of ("is that possible?", "how?") asks about the clause
       // before it, not apart ("and is there a fee for that" is sure, and apart).
       const vague = slots.contentWords <= MAX_VAGUE_WORDS && !(understanding.status === 'understood' && understanding.confidence >= SURE_CLAUSE)
+      // What the customer does not want, with no question, asks nothing ("i dont want a tracking link"), unless it
+      // tells what happened to the item ("I don't want it any more": changed mind).
+      const refuses = !clause.includes('?') && refusal(words)
       return {
         understanding,
         answers: this.answers.rank(stems, undefined, slots.asksWhether === true),
-        asks: !corrects && !vague && (slots.asks || slots.situation !== undefined),
+        asks: (!corrects && !vague && !refuses && slots.asks) || slots.situation !== undefined,
         wants: asksToDo(clause, slots)
       }
     })
@@ -272,6 +275,11 @@ const MAX_CLAUSES = 6
 /** A clause of at most this many content words says too little to be a request apart from the one before it. */
 const MAX_VAGUE_WORDS = 1
 const SURE_CLAUSE = 0.8
+
+/** A clause that opens "I don't want…" (its words normalised: "i do not want"). */
+function refusal (words: readonly string[]): boolean {
+  return (words[0] === 'i' || words[0] === 'we') && words[1] === 'do' && words[2] === 'not' && words[3] === 'want'
+}
 
 function owns (conversation: Conversation, ownerKey: string, userId: string): boolean {
   return conversation.ownerKey === ownerKey && conversation.userId === userId

@@ -241,8 +241,11 @@ export class DialoguePolicy {
     // (So too for a late or lost parcel, when a clause asks for the refund to be done: "its over a week late now.
     // honestly just refund me", not "could you tell me where it is, and whether I will be reimbursed?".)
     const refundAsked = reading.clauses?.some((clause) => clause.wants === true && clause.understanding.intent === this.#roles.refund) === true
-    const refundWanted = message.preference === 'prefers_refund' &&
-      ((this.#refundNotItsRequest(message.situation) && (cues.has('wish') || refundAsked || ASKS_TO_GET.test(reading.text ?? ''))) || (this.#parcels.has(message.situation ?? '') && refundAsked))
+    // (For a parcel that is late or lost, told now or before, a replacement asked for with the refund is the same:
+    // "i want it replaced or my money back".)
+    const parcel = this.#parcels.has(message.situation ?? previous.situation ?? '')
+    const refundWanted = (message.preference === 'prefers_refund' && this.#refundNotItsRequest(message.situation) && (cues.has('wish') || refundAsked || ASKS_TO_GET.test(reading.text ?? ''))) ||
+      (message.preference !== undefined && parcel && refundAsked)
     // How the account stands, or which the customer prefers, said in a few words ("but I don't have an account!").
     // (Not what the customer says they will do, with goodbye: "ok ill do the swap, bye".)
     const leaving = cues.has('own_plan') && cues.has('goodbye')
@@ -1316,6 +1319,11 @@ export class DialoguePolicy {
       const wanted = clauses.filter((clause) => clause.wants && clause.understanding.intent === whole.intent && clause.understanding.confidence >= CLEARLY_OTHER)
       const unsure = whole.confidence < CLEARLY_OTHER
       if (wanted.length === 1 && clauses.every((clause) => clause === wanted[0] || !clause.asks || (!unsure && !this.#readsRequest(clause)))) return wanted[0]
+      // (Or another request, the one clause that asks at all: "i dont want a tracking link the tracking hasnt changed
+      // in 8 days. i want it replaced or my money back" is the refund, whatever "tracking" makes of the whole.)
+      const other = clauses.filter((clause) => clause.wants && clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) &&
+        clause.understanding.confidence >= CLEARLY_OTHER)
+      if (other.length === 1 && clauses.every((clause) => clause === other[0] || !clause.asks)) return other[0]
     }
     if (whole.status === 'understood' || whole.confidence >= CLEARLY_OTHER) return undefined
     const sure = clauses.filter((clause) => clause.understanding.status === 'understood' && isSupportIntent(clause.understanding.intent) && clause.understanding.confidence >= CLEARLY_OTHER)
