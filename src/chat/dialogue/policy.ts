@@ -360,8 +360,14 @@ export class DialoguePolicy {
     // Which order, described rather than numbered ("the one from august, the standing desk"), asking nothing, saying
     // nothing a cue reads (that it did not help, yes, thanks…), read as no request the model is even half sure of: the
     // waiting or active request goes on.
+    // (Not what the selector is sure is one of that request's answers: "i clicked the link in the email but it says the
+    // link has expired" while resetting a password is the broken link.)
     const going = state.pendingIntent ?? state.topic?.intent
-    if (going !== undefined && isSupportIntent(going) && cues.size === 0 && inTopic.confidence < CLAUSE_CONFIDENCE && this.#addsToRequest(turn, own)) return this.#continue(turn, going)
+    const best = answers?.top()
+    const answeredInRequest = best?.answer !== undefined && best.confidence >= SURE_ANSWER && going !== undefined && best.answer.intents.includes(going as SupportIntent)
+    if (going !== undefined && isSupportIntent(going) && cues.size === 0 && inTopic.confidence < CLAUSE_CONFIDENCE && !answeredInRequest && this.#addsToRequest(turn, own)) {
+      return this.#continue(turn, going)
+    }
 
     const topic = state.topic
     let intent = inTopic.intent
