@@ -515,7 +515,9 @@ export class DialoguePolicy {
       const last = fragment && topic.answer !== undefined ? this.#answers.get(topic.answer) : undefined
       const sameOfMethod = last !== undefined && turn.values['payment_method'] !== undefined && last.replies['listed_method'] !== undefined
       const within = sameOfMethod ? { answer: last, confidence: 1 } : fragment ? answers?.bestAmong(new Set([intent])) : undefined
-      if (within?.answer !== undefined && within.confidence >= this.#answerThreshold) {
+      // (Not an answer about an item in hand, for a change to an order not yet delivered: "and make it 2 torches
+      // instead of 1" after adding batteries is the change, not an exchange.)
+      if (within?.answer !== undefined && within.confidence >= this.#answerThreshold && !this.#aboutItemInHand(intent, topic, described, within.answer)) {
         const decision = this.#answer(turn, { answer: within.answer, confidence: within.confidence }, confidence, situation)
         // (A fragment asking when or how much asks that of the thing: "and how fast is that one" is its time. One
         // right after a question asked in the request asks that question again: "does that cost anything?" then "and
@@ -616,8 +618,7 @@ export class DialoguePolicy {
     // A change to an order not yet delivered, with nothing told of an item in hand ("can i just swap the blue mug for
     // the black one in that order"), is the change itself, not the exchange of a delivered item.
     // (An order being cancelled has not shipped either: "dont cancel it. can i just swap the blue mug for the black one".)
-    if (this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined && (this.#beforeDelivery.has(topic.intent) || topic.intent === this.#roles.cancellation) &&
-      choice?.answer !== undefined && !choice.answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home))) return undefined
+    if (choice?.answer !== undefined && this.#aboutItemInHand(intent, topic, described, choice.answer)) return undefined
     return choice?.answer !== undefined && choice.confidence >= this.#answerThreshold ? { answer: choice.answer, confidence: choice.confidence } : undefined
   }
 
@@ -1399,6 +1400,15 @@ export class DialoguePolicy {
    * Whether an answer states the rule of another situation than the one the message tells ("could you send me another
    * one or refund me" of a smashed vase is no missing item, whatever its words share with that answer).
    */
+  /**
+   * Whether an answer is about an item in hand while the request is a change to an order not yet delivered, with
+   * nothing told of an item, in a conversation about such an order (a change, or a cancellation).
+   */
+  #aboutItemInHand (intent: IntentName, topic: Topic | undefined, described: SupportIntent | undefined, answer: DomainAnswer): boolean {
+    return this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined &&
+      (this.#beforeDelivery.has(topic.intent) || topic.intent === this.#roles.cancellation) && !answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home))
+  }
+
   #aboutOtherSituation (answer: DomainAnswer, situation: string | undefined): boolean {
     const own = situation === undefined ? undefined : this.#pack.slots.situation_policies[situation]
     if (own === undefined) return false
