@@ -514,7 +514,11 @@ export class DialoguePolicy {
       // ("do u take paypal?" then "what about gift cards": the same question of the method it names.)
       const last = fragment && topic.answer !== undefined ? this.#answers.get(topic.answer) : undefined
       const sameOfMethod = last !== undefined && turn.values['payment_method'] !== undefined && last.replies['listed_method'] !== undefined
-      const within = sameOfMethod ? { answer: last, confidence: 1 } : fragment ? answers?.bestAmong(new Set([intent])) : undefined
+      // (Of the delivery option it names, if it names one: "and how fast is standard" after the price of express.)
+      const bestWithin = fragment ? answers?.bestAmong(new Set([intent])) : undefined
+      const within = sameOfMethod
+        ? { answer: last, confidence: 1 }
+        : bestWithin?.answer !== undefined ? this.#ofNamedOption(turn, intent, { answer: bestWithin.answer, confidence: bestWithin.confidence }) : bestWithin
       // (Not an answer about an item in hand, for a change to an order not yet delivered: "and make it 2 torches
       // instead of 1" after adding batteries is the change, not an exchange.)
       if (within?.answer !== undefined && within.confidence >= this.#answerThreshold && !this.#aboutItemInHand(intent, topic, described, within.answer)) {
