@@ -719,11 +719,7 @@ export class DialoguePolicy {
     if (asking === undefined || !message.asks || answers === undefined) return undefined
     const last = this.#lastAnswer(turn.state)
     if (last === undefined || last.states.length !== 1 || this.#reportedFor(this.#reportedAs[asking], last) === undefined) return undefined
-    // (Naming no other delivery option, its words may be any of the answer's requests': "how quick is it ready" after
-    // store pickup.)
-    const otherOption = (turn.message.deliveryOptions ?? []).some((option) => option !== last.states[0])
-    const words = this.#optionAnswers.has(last.states[0]!) && !otherOption ? new Set(last.intents) : new Set<IntentName>()
-    return last.intents.includes(intent) && answers.namesNothingBut(words, undefined, asking) ? last : undefined
+    return last.intents.includes(intent) && answers.namesNothingBut(new Set(), undefined, asking) ? last : undefined
   }
 
   /**
