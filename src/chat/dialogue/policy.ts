@@ -1108,7 +1108,10 @@ export class DialoguePolicy {
       !Object.values(answer.replies).some((templates) => templates?.some((template) => template.includes('{order_id}')))
     // (A date the answer speaks to only for another part of the window, "bought on October 28" for an answer with a
     // reply only for when the window has closed, is the request's too: its reply says until when.)
-    const speaksToDate = !turn.newDate || this.#windowNow(turn).some((situation) => answer?.replies[situation] !== undefined)
+    // (A request the return window does not decide has no reply that reasons with a date: its answer stands, "Order
+    // number is 73388, I bought it on 12 November" after a parcel shown delivered but not there.)
+    const speaksToDate = !turn.newDate || this.#pack.intents[request].uses_return_window !== true ||
+      this.#windowNow(turn).some((situation) => answer?.replies[situation] !== undefined)
     if (answer !== undefined && answer.intents.includes(request) && !newAddress && !orderUnused && speaksToDate) {
       // The order number given for an answer that says what it does with one ("Order #60231" after asking for an
       // invoice with the company's name): that reply, with the order.
