@@ -1413,7 +1413,8 @@ export class DialoguePolicy {
    */
   #aboutItemInHand (intent: IntentName, topic: Topic | undefined, described: SupportIntent | undefined, answer: DomainAnswer): boolean {
     return this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined &&
-      (this.#beforeDelivery.has(topic.intent) || topic.intent === this.#roles.cancellation) && !answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home))
+      (this.#beforeDelivery.has(topic.intent) || topic.intent === this.#roles.cancellation) &&
+      !answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home) || home === this.#roles.cancellation)
   }
 
   #aboutOtherSituation (answer: DomainAnswer, situation: string | undefined): boolean {
