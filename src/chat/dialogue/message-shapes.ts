@@ -69,6 +69,8 @@ function sureOfRequest (understanding: Understanding): boolean {
 }
 
 /** A message that goes on to another request after what it reports or thanks for. */
+/** Declining what was offered: "dont need a refund", "not worth a complaint", "no need". */
+const DECLINING = /\b(?:do not|dont|don't|don’t) (?:need|want)\b|\bnot worth\b|\bno need\b/i
 const FURTHER_REQUEST = /\b(?:also|as well|another thing)\b/i
 
 /**
@@ -85,7 +87,10 @@ export function courtesyOf (understanding: Understanding, message: MessageSlots,
   // Nor does what the customer says they will do, with thanks or goodbye ("ok I'll just send it back when it comes.
   // thanks", "ok ill do the swap, bye").
   // (Unless it goes on to another request: "done thanks. oh also can i add my office as a second address".)
-  const asks = message.asks && !((cues.has('done') || (cues.has('own_plan') && (cues.has('thanks') || cues.has('goodbye')))) && !text.includes('?') && !FURTHER_REQUEST.test(text))
+  // Nor does declining what was offered, with thanks ("perfect thank you!! just the screws is fine, dont need a
+  // refund", "nah not worth a complaint really… thanks").
+  const declines = !text.includes('?') && DECLINING.test(text)
+  const asks = message.asks && !declines && !((cues.has('done') || (cues.has('own_plan') && (cues.has('thanks') || cues.has('goodbye')))) && !text.includes('?') && !FURTHER_REQUEST.test(text))
   if (!social && !(courteous && !asks && !message.cues.has('not_helped') && message.situation === undefined)) return undefined
   // Taking note with no goodbye word ("right, good to know") leaves the conversation open.
   // The model's goodbye for a message that says thanks and no goodbye word is a guess ("ok I'll wait till monday. thanks").
