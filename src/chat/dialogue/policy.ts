@@ -289,6 +289,8 @@ export class DialoguePolicy {
       // (Not a case supposed: "and if it had already shipped, what then?" asks the rule.)
       const tells = message.case !== undefined && !message.cues.has('supposing') && !IF_WORD.test(reading.text ?? '')
       if (tells && active !== undefined && isSupportIntent(active) && supposed.answer.intents.includes(active)) decision.intent = active
+      // (A case told with a question of another request is that request's: "…can i cancel it?")
+      if (supposed.request !== undefined) decision.intent = supposed.request
       return decision
     }
 
@@ -773,7 +775,7 @@ export class DialoguePolicy {
    * model is sure of a request that is neither the active one nor one of its follow-ups. So too a question with the
    * case told as having happened (the `cases` slot: "it already says shipped. so i cant cancel it anymore?").
    */
-  #supposedInRequest (turn: Turn): AnswerChoice | undefined {
+  #supposedInRequest (turn: Turn): (AnswerChoice & { request?: SupportIntent }) | undefined {
     const { message, state, understanding, reading } = turn
     const topic = state.topic
     if (topic === undefined || !isSupportIntent(state.previousIntent ?? '')) {
@@ -786,8 +788,13 @@ export class DialoguePolicy {
     if (understanding.status === 'understood' && understanding.confidence >= CLEARLY_OTHER && !this.#sameMatter(understanding.intent, topic)) return undefined
     // "it already says shipped. so i cant cancel it anymore?": the case told, asked about within the request; or told
     // alone, in a few words, which asks what now ("it says it's already been shipped" in a cancellation).
+    // (Or, asked of a request the message reads as, more likely than not: "it just says in transit… can i cancel it?"
+    // while a late parcel is tracked.)
+    const ownRequest = message.asks && understanding.status === 'understood' && understanding.confidence >= CLAUSE_CONFIDENCE ? understanding.intent : undefined
     const told = message.case !== undefined && (message.asks || message.contentWords <= MAX_VALUE_WORDS) ? this.#caseAnswer(message.case, topic.intent) : undefined
     if (told !== undefined) return { answer: told, confidence: 1 }
+    const toldOfOwn = message.case !== undefined && ownRequest !== undefined && isSupportIntent(ownRequest) ? this.#caseAnswer(message.case, ownRequest) : undefined
+    if (toldOfOwn !== undefined) return { answer: toldOfOwn, confidence: 1, request: ownRequest as SupportIntent }
     if (!message.cues.has('supposing')) return undefined
     const top = reading.answers?.top()
     if (top?.answer?.supposes === undefined || top.confidence < RESCUE_CONFIDENCE || top.answer.intents[0] === topic.intent) return undefined
