@@ -533,7 +533,7 @@ export class DialoguePolicy {
         if (!turn.message.cues.has('time') && !turn.message.cues.has('price')) decision.intent = followsAside ? aside : intent
         return decision
       }
-      const again = this.#askedOfLastAnswer(turn, intent, answers) ?? this.#askedAgain(turn, intent)
+      const again = this.#askedOfLastAnswer(turn, intent, answers) ?? this.#askedAgain(turn, intent) ?? this.#supposedOfLastAnswer(turn)
       if (again !== undefined) return this.#answer(turn, { answer: again, confidence: 1 }, confidence, situation)
       const found = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
       const method = this.#ofNamedMethod(turn, intent, found)
@@ -705,6 +705,17 @@ export class DialoguePolicy {
    * finds for the words alone. Only a question that names nothing but when or what it costs, of an answer about one
    * thing (it states one fact) that says when or what it costs (`reported_as`), and belongs to the request asked.
    */
+  /**
+   * The last answer again, for a case supposed that it has a reply of its own for: "what if it was broken when it
+   * came?" right after what sending it back costs is that answer, for a faulty item.
+   */
+  #supposedOfLastAnswer (turn: Turn): DomainAnswer | undefined {
+    const { message } = turn
+    if (!message.cues.has('supposing') || message.situation === undefined) return undefined
+    const last = this.#lastAnswer(turn.state)
+    return last?.replies[message.situation] !== undefined ? last : undefined
+  }
+
   /**
    * The active request's last answer, asked for again ("sorry what was the review link again?" after an aside), when
    * the message is about that request.
