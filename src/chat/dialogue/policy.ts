@@ -71,6 +71,8 @@ const BACK_TO_REQUEST = /^(?:(?:ok|okay|so|and|but) +)?(?:(?:going|coming|gettin
 /** A number in the message: something the request may need, that no slot reads. */
 const DIGIT = /\d/
 /** Words that name a parcel or an order, not a refund. */
+/** The shop has the return: "your warehouse got it", "you received it back". */
+const RETURN_RECEIVED = /\b(?:your warehouse|you got it|you received it|you have it|got it back|received it back|arrived back)\b/i
 const PARCEL_WORDS = /\b(?:parcel|package|packet|delivery|delivered|courier|shipment|shipping|tracking|order)\b/i
 /** The customer names the value they give: "the order number is…", "order no.", "order nr". */
 const ORDER_NUMBER_NAMED = /\border (?:number|no\b|nr\b|#)/i
@@ -175,7 +177,9 @@ export class DialoguePolicy {
     const bought = cues.has('purchase') && !this.#parcels.has(message.situation ?? '')
     // "sorry, it was october 26 not 28": a date corrects the purchase date the conversation knows.
     const correctsKnown = cues.has('correction') && previousDate !== undefined
-    if (entities.date !== undefined && context['purchase_date'] === undefined && (entities.dateIsPurchase === true || answersWithDate || bought || correctsKnown)) {
+    // (Not the day the shop got a return back: "the tracking says your warehouse got it on monday".)
+    const returnReceived = RETURN_RECEIVED.test(reading.text ?? '')
+    if (entities.date !== undefined && context['purchase_date'] === undefined && !returnReceived && (entities.dateIsPurchase === true || answersWithDate || bought || correctsKnown)) {
       // "wait no it was the 12th" after 3 October: the 12th of the month being corrected.
       const corrected = correctsKnown && entities.dateDayOnly === true && typeof previousDate === 'string' ? `${previousDate.slice(0, 8)}${entities.date.slice(8)}` : undefined
       facts['purchase_date'] = corrected !== undefined && isCalendarDate(corrected) && corrected <= today ? corrected : entities.date
@@ -397,7 +401,9 @@ export class DialoguePolicy {
     // message names one.
     // (Its reply is the refund's, whatever late-parcel answer the words match.)
     const refundStatus = this.#roles.refund_status
-    const refundChased = refundStatus !== undefined && topic?.intent === refundStatus && intent === this.#roles.parcel && orderId === undefined && !PARCEL_WORDS.test(reading.text ?? '')
+    // (A return the shop has, told in a parcel's words, is the refund's too: "the tracking says your warehouse got it".)
+    const refundChased = refundStatus !== undefined && topic?.intent === refundStatus && intent === this.#roles.parcel && orderId === undefined &&
+      (!PARCEL_WORDS.test(reading.text ?? '') || returnReceived)
     if (refundChased) {
       intent = refundStatus
       situation = undefined
