@@ -484,7 +484,9 @@ export class DialoguePolicy {
     // The same reply as the last, to other words than last time and no new question: what was said did not help —
     // unless the words give something the request needs that no slot reads (a new address: "it's 14 Elm Street").
     const gives = DIGIT.test(reading.text ?? '')
+    // (Not a detail or a wish added to it, "actually make the second one the red one": the reply's other wording.)
     const repeated = topic !== undefined && !newOrder && !newDate && !gives && message.situation === undefined && !message.asks && decision.intent === topic.intent &&
+      !cues.has('correction') && !cues.has('wish') &&
       state.previousMessage !== undefined && normalised(state.previousMessage) !== normalised(reading.text ?? '') &&
       state.slots?.recent?.at(-1) === decision.slots.recent!.at(-1)
     if (repeated) return this.#notHelped(turn, topic.intent)
