@@ -72,7 +72,7 @@ const BACK_TO_REQUEST = /^(?:(?:ok|okay|so|and|but) +)?(?:(?:going|coming|gettin
 const DIGIT = /\d/
 /** Words that name a parcel or an order, not a refund. */
 /** The shop has the return: "your warehouse got it", "you received it back". */
-const RETURN_RECEIVED = /\b(?:your warehouse|you got it|you received it|you have it|got it back|received it back|arrived back)\b/i
+const RETURN_RECEIVED = /\b(?:your warehouse|you (?:got|received|have) (?:it|them)|(?:got|received) (?:it|them) back|arrived back)\b/i
 const PARCEL_WORDS = /\b(?:parcel|package|packet|delivery|delivered|courier|shipment|shipping|tracking|order)\b/i
 /** The customer names the value they give: "the order number is…", "order no.", "order nr". */
 const ORDER_NUMBER_NAMED = /\border (?:number|no\b|nr\b|#)/i
@@ -402,8 +402,10 @@ export class DialoguePolicy {
     // (Its reply is the refund's, whatever late-parcel answer the words match.)
     const refundStatus = this.#roles.refund_status
     // (A return the shop has, told in a parcel's words, is the refund's too: "the tracking says your warehouse got it".)
-    const refundChased = refundStatus !== undefined && topic?.intent === refundStatus && intent === this.#roles.parcel && orderId === undefined &&
-      (!PARCEL_WORDS.test(reading.text ?? '') || returnReceived)
+    // (With the order number too, when the shop is said to have the return: "yeah it's 49956, the tracking says you
+    // got them on nov 9".)
+    const refundChased = refundStatus !== undefined && topic?.intent === refundStatus && intent === this.#roles.parcel &&
+      ((orderId === undefined && !PARCEL_WORDS.test(reading.text ?? '')) || returnReceived)
     if (refundChased) {
       intent = refundStatus
       situation = undefined
