@@ -157,10 +157,12 @@ export class ChatService {
     // Split into sentences once, and only when something asks for it: a question mark, or an and-question.
     const asking = message.includes('?')
     const andQuestion = AND_QUESTION.test(message)
-    const sentences = asking || andQuestion ? message.split(SENTENCE_BREAK) : []
+    // An emoji between two sentences ends the first, as a full stop would ("…for Christmas 🙄 Can I cancel it").
+    const punctuated = EMOJI.test(message) ? message.replace(EMOJI_RUN, '.') : message
+    const sentences = asking || andQuestion ? punctuated.split(SENTENCE_BREAK) : []
     const slots = this.slots.read(stems, message, words)
     const reading: MessageReading = { text: message, answers: this.answers.rank(stems, asking ? questionStems(sentences) : undefined, slots.asksWhether === true), slots }
-    const clauses = this.#clauses(message, understanding, today, { asking, andQuestion, sentences: sentenceCount(sentences) })
+    const clauses = this.#clauses(punctuated, understanding, today, { asking, andQuestion, sentences: sentenceCount(sentences) })
     if (clauses !== undefined) reading.clauses = clauses
     return { understanding, reading }
   }
@@ -318,6 +320,8 @@ function questionStems (sentences: readonly string[]): string[] | undefined {
 
 /** After a sentence's end mark, the spaces before the next: one pass, linear. */
 const SENTENCE_BREAK = /(?<=[.!?])\s+/
+const EMOJI = /\p{Extended_Pictographic}/u
+const EMOJI_RUN = /\p{Extended_Pictographic}/gu
 
 /**
  * A part's closing pointer to a link an earlier part of the reply gave already ("… within 7 days. The refund policy:
