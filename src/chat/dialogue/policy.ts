@@ -602,7 +602,10 @@ export class DialoguePolicy {
       ((described !== undefined && top.confidence >= SURE_ANSWER && top.answer.intents.includes(described)) ||
         (top.confidence >= CERTAIN_ANSWER && (described === undefined || top.answer.intents.includes(described)) &&
           !candidates.some((candidate) => candidate.probability >= SURE_ANSWER)) ||
-        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)))))) choice = top
+        candidates.some((candidate) => candidate.probability >= RESCUE_CANDIDATE && this.#plausibleFor(top, candidate.intent)) ||
+        // (Or the selector is sure and the model not clearly so: "…if I add the cups will the shipping be free?", which
+        // the model reads as the cancellation fee at 0.70.)
+        (top.confidence >= SURE_ANSWER && described === undefined && !candidates.some((candidate) => candidate.probability >= CLEARLY_OTHER)))))) choice = top
     // A question of when or how long, or of what it costs, read as another matter (not one that follows the active
     // request) that names nothing but the active request's words is about the active request: "how many days does it
     // take?" while a refund is the topic gets its answer; "is that free" after a question about sending it back, which
