@@ -1443,9 +1443,12 @@ export class DialoguePolicy {
    * nothing told of an item, in a conversation about such an order (a change, or a cancellation).
    */
   #aboutItemInHand (intent: IntentName, topic: Topic | undefined, described: SupportIntent | undefined, answer: DomainAnswer): boolean {
+    // (An answer about an item in hand is one of the refund's; what delivery costs is none: "if I add the cups will
+    // the shipping be free?")
     return this.#beforeDelivery.has(intent) && described === undefined && topic?.intent !== undefined &&
       (this.#beforeDelivery.has(topic.intent) || topic.intent === this.#roles.cancellation) &&
-      !answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home) || home === this.#roles.cancellation)
+      !answer.intents.slice(0, 1).some((home) => this.#beforeDelivery.has(home) || home === this.#roles.cancellation) &&
+      this.#roles.refund !== undefined && answer.intents.includes(this.#roles.refund)
   }
 
   #aboutOtherSituation (answer: DomainAnswer, situation: string | undefined): boolean {
