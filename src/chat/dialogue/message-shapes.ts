@@ -68,9 +68,9 @@ function sureOfRequest (understanding: Understanding): boolean {
   return understanding.status === 'understood' && isSupportIntent(understanding.intent) && understanding.confidence > 0.8
 }
 
-/** A message that goes on to another request after what it reports or thanks for. */
 /** Declining what was offered: "dont need a refund", "not worth a complaint", "no need". */
 const DECLINING = /\b(?:do not|dont|don't|don’t) (?:need|want)\b|\bnot worth\b|\bno need\b/i
+/** A message that goes on to another request after what it reports or thanks for. */
 const FURTHER_REQUEST = /\b(?:also|as well|another thing)\b/i
 
 /**

@@ -70,9 +70,9 @@ const BACK_TO_TOPIC = /^\W*(?:ok(?:ay)?\W+|so\W+)?(?:any ?ways?|anyhow|back to)\
 const BACK_TO_REQUEST = /^(?:(?:ok|okay|so|and|but) +)?(?:(?:going|coming|getting|get) +)?back to\b/i
 /** A number in the message: something the request may need, that no slot reads. */
 const DIGIT = /\d/
-/** Words that name a parcel or an order, not a refund. */
 /** The shop has the return: "your warehouse got it", "you received it back". */
 const RETURN_RECEIVED = /\b(?:your warehouse|you (?:got|received|have) (?:it|them)|(?:got|received) (?:it|them) back|arrived back)\b/i
+/** Words that name a parcel or an order, not a refund. */
 const PARCEL_WORDS = /\b(?:parcel|package|packet|delivery|delivered|courier|shipment|shipping|tracking|order)\b/i
 /** The customer names the value they give: "the order number is…", "order no.", "order nr". */
 const ORDER_NUMBER_NAMED = /\border (?:number|no\b|nr\b|#)/i
@@ -548,10 +548,9 @@ export class DialoguePolicy {
       const found = this.#answerFor(intent, turn.state.topic, answers, candidates, described, turn.message.cues.has('time'), situation, turn.message.cues.has('price'))
       const method = this.#ofNamedMethod(turn, intent, found)
       if (method !== undefined && method !== found) {
-        // (Reported as the question it answers, whatever request the message makes beside it: "Can I pay with a gift
-        // card? I want to order the oak desk today.")
-        // (Reported as the request when the model is sure of it, as a rule asked within a request is; else as the
-        // question: "want to order a present for my mum, can I pay with a gift card?")
+        // (Reported as the request the message makes beside it when the model is sure of it, as a rule asked within a
+        // request is, "Can I pay with a gift card? I want to order the oak desk today."; else as the question it
+        // answers, "want to order a present for my mum, can I pay with a gift card?")
         const decision = this.#answer(turn, method, confidence, situation)
         decision.intent = this.#questions.has(intent) || turn.understanding.confidence >= OWN_REQUEST ? intent : method.answer.intents[0]!
         return decision
@@ -713,12 +712,6 @@ export class DialoguePolicy {
   }
 
   /**
-   * The answer just given, asked again of when or what it costs: "how many days does it take with that?", "and how
-   * quick is that" right after the answer about one delivery option is that option's, not the option the selector
-   * finds for the words alone. Only a question that names nothing but when or what it costs, of an answer about one
-   * thing (it states one fact) that says when or what it costs (`reported_as`), and belongs to the request asked.
-   */
-  /**
    * The last answer again, for a case supposed that it has a reply of its own for: "what if it was broken when it
    * came?" right after what sending it back costs is that answer, for a faulty item.
    */
@@ -739,6 +732,12 @@ export class DialoguePolicy {
     return this.#answers.get(topic.answer)
   }
 
+  /**
+   * The answer just given, asked again of when or what it costs: "how many days does it take with that?", "and how
+   * quick is that" right after the answer about one delivery option is that option's, not the option the selector
+   * finds for the words alone. Only a question that names nothing but when or what it costs, of an answer about one
+   * thing (it states one fact) that says when or what it costs (`reported_as`), and belongs to the request asked.
+   */
   #askedOfLastAnswer (turn: Turn, intent: SupportIntent, answers: AnswerRanking | undefined): DomainAnswer | undefined {
     const { message } = turn
     const asking = message.cues.has('time') ? 'time' : message.cues.has('price') ? 'price' : undefined
@@ -1435,10 +1434,6 @@ export class DialoguePolicy {
   }
 
   /**
-   * Whether an answer states the rule of another situation than the one the message tells ("could you send me another
-   * one or refund me" of a smashed vase is no missing item, whatever its words share with that answer).
-   */
-  /**
    * Whether an answer is about an item in hand while the request is a change to an order not yet delivered, with
    * nothing told of an item, in a conversation about such an order (a change, or a cancellation).
    */
@@ -1451,6 +1446,10 @@ export class DialoguePolicy {
       this.#roles.refund !== undefined && answer.intents.includes(this.#roles.refund)
   }
 
+  /**
+   * Whether an answer states the rule of another situation than the one the message tells ("could you send me another
+   * one or refund me" of a smashed vase is no missing item, whatever its words share with that answer).
+   */
   #aboutOtherSituation (answer: DomainAnswer, situation: string | undefined): boolean {
     const own = situation === undefined ? undefined : this.#pack.slots.situation_policies[situation]
     if (own === undefined) return false
