@@ -158,7 +158,7 @@ export class ChatService {
     const asking = message.includes('?')
     const andQuestion = AND_QUESTION.test(message)
     // An emoji between two sentences ends the first, as a full stop would ("…for Christmas 🙄 Can I cancel it").
-    const punctuated = EMOJI.test(message) ? message.replace(EMOJI_RUN, '.') : message
+    const punctuated = message.replace(EMOJI, '.')
     const sentences = asking || andQuestion ? punctuated.split(SENTENCE_BREAK) : []
     const slots = this.slots.read(stems, message, words)
     const reading: MessageReading = { text: message, answers: this.answers.rank(stems, asking ? questionStems(sentences) : undefined, slots.asksWhether === true), slots }
@@ -192,7 +192,7 @@ export class ChatService {
       const corrects = slots.cues.has('correction') && !clause.includes('?') && (entities.date !== undefined || entities.orderId !== undefined)
       // A question of a word or none that the model is unsure of ("is that possible?", "how?") asks about the clause
       // before it, not apart ("and is there a fee for that" is sure, and apart).
-      const vague = slots.contentWords <= MAX_VAGUE_WORDS && !(understanding.status === 'understood' && understanding.confidence >= SURE_CLAUSE)
+      const vague = slots.contentWords <= MAX_REFERRING_WORDS && !(understanding.status === 'understood' && understanding.confidence >= SURE_CLAUSE)
       // What the customer does not want, with no question, asks nothing ("i dont want a tracking link"), unless it
       // tells what happened to the item ("I don't want it any more": changed mind).
       const refuses = !clause.includes('?') && refusal(words)
@@ -274,8 +274,9 @@ const MAX_AND_SENTENCES = 3
 const AND_QUESTION = /\band (?:can|could|will|would|is|are|does|do|how|what|when|where)(?:'?s)?\b/i
 /** A message of more clauses is a story, not a list of requests: it is read whole. */
 const MAX_CLAUSES = 6
-/** A clause of at most this many content words says too little to be a request apart from the one before it. */
-const MAX_VAGUE_WORDS = 1
+/** A clause of at most this many content words says too little to be a request apart from the one before it… */
+const MAX_REFERRING_WORDS = 1
+/** …unless the model is this sure of the request it reads in it ("and is there a fee for that"). */
 const SURE_CLAUSE = 0.8
 
 /** A clause that opens "I don't want…" (its words normalised: "i do not want"). */
@@ -320,8 +321,7 @@ function questionStems (sentences: readonly string[]): string[] | undefined {
 
 /** After a sentence's end mark, the spaces before the next: one pass, linear. */
 const SENTENCE_BREAK = /(?<=[.!?])\s+/
-const EMOJI = /\p{Extended_Pictographic}/u
-const EMOJI_RUN = /\p{Extended_Pictographic}/gu
+const EMOJI = /\p{Extended_Pictographic}/gu
 
 /**
  * A part's closing pointer to a link an earlier part of the reply gave already ("… within 7 days. The refund policy:
