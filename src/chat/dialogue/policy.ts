@@ -501,9 +501,8 @@ export class DialoguePolicy {
       decision.confidence = wished!.understanding.confidence
       // The answer's reply that does the request wished for, when it has one (the fee's rule, then the cancel link).
       const { reply } = decision
-      if (reply.kind === 'answer' && !reply.situations.includes('wish') && this.#answers.get(reply.id)?.replies['wish'] !== undefined) {
-        decision.reply = { ...reply, situations: ['wish', ...reply.situations] }
-      }
+      const answer = reply.kind === 'answer' ? this.#answers.get(reply.id) : undefined
+      if (reply.kind === 'answer' && answer !== undefined) decision.reply = { ...reply, situations: wishFirst(answer, reply.situations) }
     }
     return decision
   }
@@ -664,9 +663,9 @@ export class DialoguePolicy {
   #answerSituations (turn: Turn, answer: DomainAnswer, own: SupportIntent | undefined): string[] {
     const situations = this.#situations(turn, answer.replies, undefined)
     // (Not a case supposed: "if i close my account do you delete my data?" asks what would happen.)
-    const requested = own !== undefined && own !== answer.intents[0] && !this.#questions.has(own) && answer.replies['wish'] !== undefined && !situations.includes('wish') &&
+    const requested = own !== undefined && own !== answer.intents[0] && !this.#questions.has(own) &&
       !turn.message.cues.has('supposing') && !OPENS_WITH_IF.test(turn.reading.text ?? '')
-    return requested ? ['wish', ...situations] : situations
+    return requested ? wishFirst(answer, situations) : situations
   }
 
   /**
@@ -1145,8 +1144,8 @@ export class DialoguePolicy {
     if (answer !== undefined && answer.intents.includes(request) && !newAddress && !orderUnused && speaksToDate) {
       // The order number given for an answer that says what it does with one ("Order #60231" after asking for an
       // invoice with the company's name): that reply, with the order.
-      const situations = this.#situations(turn, answer.replies, undefined)
-      if (turn.understanding.entities.orderId !== undefined && answer.replies['wish'] !== undefined && !situations.includes('wish')) situations.unshift('wish')
+      const own = this.#situations(turn, answer.replies, undefined)
+      const situations = turn.understanding.entities.orderId !== undefined ? wishFirst(answer, own) : own
       return this.#base(turn, {
         intent: request,
         confidence: 1,
@@ -1622,6 +1621,11 @@ function topicOf (state: DialogueState): { topic?: Topic } {
 
 /** Whether the model is all but certain the message is off topic (SURELY_OFF_TOPIC). */
 /** The model's probability that the message makes `intent`, rounded as confidences are. */
+/** An answer's reply situations with its `wish` reply first, when it has one: the reply that does the request. */
+function wishFirst (answer: DomainAnswer, situations: readonly string[]): string[] {
+  return answer.replies['wish'] === undefined || situations.includes('wish') ? [...situations] : ['wish', ...situations]
+}
+
 function probabilityOf (understanding: Understanding, intent: IntentName): number {
   const probability = understanding.candidates.find((candidate) => candidate.intent === intent)?.probability ?? 0
   return Math.round(probability * 1000) / 1000
